@@ -1,0 +1,26 @@
+package chatd
+
+import "errors"
+
+// Domain errors. Lower layers wrap them with context; only pkg/api maps them
+// to HTTP statuses, `rejected` codes and close codes.
+var (
+	// ErrNotFound: the chat (or message) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrForbidden: the caller is not a member of the chat.
+	ErrForbidden = errors.New("forbidden")
+	// ErrInvalid: the input breaks a rule (charset, length, missing field).
+	ErrInvalid = errors.New("invalid")
+	// ErrTooLarge: a body is over the configured maximum.
+	ErrTooLarge = errors.New("too large")
+	// ErrConflict: the operation does not fit the chat (e.g. adding a member to a direct chat).
+	ErrConflict = errors.New("conflict")
+	// ErrOverloaded: a bounded queue is full; the request was not taken and may be retried.
+	ErrOverloaded = errors.New("overloaded")
+	// ErrRateLimited: the caller is over a rate or credit limit.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrUnavailable: a dependency (PostgreSQL, NATS) failed; nothing was accepted.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrClosed: the component is shutting down.
+	ErrClosed = errors.New("closed")
+)

@@ -1,0 +1,57 @@
+// Package push delivers accepted messages to the connections on this node:
+// the connection registry (one active session per user and device), each
+// connection's pending set and pin, the node's durable JetStream consumer,
+// client acks, and the reapers that withdraw stuck connections.
+package push
+
+import "github.com/chatd/chatd"
+
+// Reason says why push withdrew a connection from live delivery. Only pkg/api
+// turns it into a WebSocket close code.
+type Reason int
+
+const (
+	// ReasonAbandoned: a message reached its last delivery attempt and its lease expired un-acked.
+	ReasonAbandoned Reason = iota + 1
+	// ReasonOverloaded: more than max-pending messages were un-acked.
+	ReasonOverloaded
+	// ReasonIdle: no ping or pong within the idle timeout.
+	ReasonIdle
+	// ReasonSuperseded: a newer session of the same user and device registered.
+	ReasonSuperseded
+	// ReasonShutdown: the node is stopping.
+	ReasonShutdown
+)
+
+// String names the reason for logs and metrics labels.
+func (r Reason) String() string {
+	switch r {
+	case ReasonAbandoned:
+		return "abandoned"
+	case ReasonOverloaded:
+		return "overloaded"
+	case ReasonIdle:
+		return "idle"
+	case ReasonSuperseded:
+		return "superseded"
+	case ReasonShutdown:
+		return "shutdown"
+	}
+	return "unknown"
+}
+
+// Conn is one live client connection as push sees it. pkg/api implements it
+// over a WebSocket. The connection object itself is the session's epoch: a
+// decision taken against a Conn that is no longer registered is a no-op.
+type Conn interface {
+	// User and Device identify the session; they never change.
+	User() string
+	Device() string
+	// Deliver queues a `msg` frame without blocking. It returns false when
+	// the connection's outbound queue is full or the connection is closing;
+	// push then treats the message as not delivered (its lease still runs).
+	Deliver(m *chatd.Message) bool
+	// Close ends the connection with the close code that reason maps to.
+	// It must not block and may be called more than once.
+	Close(reason Reason)
+}
