@@ -1,0 +1,128 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config configures a Client. Only URL and one of Token or TokenFunc are
+// required; every other zero value means the documented default.
+type Config struct {
+	// URL is chatd's base HTTP(S) URL, e.g. http://127.0.0.1:8080. REST calls
+	// go to URL/api/..., the WebSocket to URL/ws (ws:// or wss://).
+	URL string
+	// Token is the JWT presented on every request. Ignored when TokenFunc is set.
+	Token string
+	// TokenFunc, when set, is called before every dial and REST call, so a
+	// long-lived client can present a fresh token as the old one expires.
+	TokenFunc func(ctx context.Context) (string, error)
+
+	// Chats are tracked from seq 0 (their whole retained history is handed
+	// out once). Chats seen later in a `msg` frame are tracked automatically
+	// from seq 0 as well; TrackFrom starts a chat at a later seq.
+	Chats []string
+	// TrackAll lists the caller's chats (GET /api/chats) after every hello and
+	// tracks each of them, so chats joined while offline are synced too.
+	TrackAll bool
+
+	// HTTPClient makes the REST calls. Zero: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Logger receives the client's logs, tagged component=client.
+	// Zero: slog.Default().
+	Logger *slog.Logger
+
+	// AckDelay is how long received ids are collected before one `ack` frame
+	// carries them all. Zero: 50 ms.
+	AckDelay time.Duration
+	// GapWait is how long a live frame beyond a gap waits for the gap to be
+	// filled live (redeliveries may overtake) before the gap is fetched from
+	// history. Zero: 200 ms; negative: fetch at once.
+	GapWait time.Duration
+	// MaxHeld bounds the frames held per chat behind a gap. Past it the newest
+	// are dropped; they were acked, and come back from history when the gap
+	// is filled. Zero: 4096.
+	MaxHeld int
+	// EventBuffer is the capacity of the Events channel. Zero: 1024.
+	EventBuffer int
+
+	// BackoffMin and BackoffMax bound the reconnect delay: attempt n waits a
+	// uniformly random time in [BackoffMin, min(BackoffMax, BackoffMin·2ⁿ)].
+	// Zero: 100 ms and 10 s.
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+
+	// DialTimeout bounds the WebSocket handshake plus the wait for `hello`.
+	// Zero: 10 s.
+	DialTimeout time.Duration
+	// WriteTimeout bounds each frame write. Zero: 10 s.
+	WriteTimeout time.Duration
+	// MaxFrameBytes is the largest frame accepted from the server.
+	// Zero: 1 MiB.
+	MaxFrameBytes int64
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Logger = cfg.Logger.With("component", "client")
+	setDur(&cfg.AckDelay, 50*time.Millisecond)
+	if cfg.GapWait == 0 {
+		cfg.GapWait = 200 * time.Millisecond
+	} else if cfg.GapWait < 0 {
+		cfg.GapWait = 0
+	}
+	setInt(&cfg.MaxHeld, 4096)
+	setInt(&cfg.EventBuffer, 1024)
+	setDur(&cfg.BackoffMin, 100*time.Millisecond)
+	setDur(&cfg.BackoffMax, 10*time.Second)
+	setDur(&cfg.DialTimeout, 10*time.Second)
+	setDur(&cfg.WriteTimeout, 10*time.Second)
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = 1 << 20
+	}
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+func setInt(n *int, def int) {
+	if *n <= 0 {
+		*n = def
+	}
+}
+
+// endpoints derives the REST base and the WebSocket URL from Config.URL.
+func endpoints(raw string) (restBase, wsURL string, err error) {
+	if raw == "" {
+		return "", "", errors.New("config: URL is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("config: parse URL: %w", err)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return "", "", fmt.Errorf("config: URL scheme %q, want http or https", u.Scheme)
+	}
+	base := strings.TrimSuffix(raw, "/")
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/ws"
+	u.RawQuery, u.Fragment = "", ""
+	return base, u.String(), nil
+}
