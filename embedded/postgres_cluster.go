@@ -1,0 +1,224 @@
+package embedded
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// superuser is the role initdb creates; chatd connects as it.
+	superuser = "postgres"
+	// socketSubdir is the private socket directory inside the cluster dir.
+	// The cluster dir is mode 0700, so only the server user and root can
+	// reach the socket.
+	socketSubdir = "socket"
+	// maxSocketPath is the longest unix socket path PostgreSQL accepts
+	// (sizeof(sun_path) minus the terminating NUL on Linux).
+	maxSocketPath = 107
+	// orphanWait bounds how long a start waits for a previous postgres on the
+	// same cluster, still shutting down after chatd died, to exit.
+	orphanWait = 15 * time.Second
+)
+
+// initCluster runs initdb unless dataDir already holds a cluster. It
+// initializes into a sibling directory and renames it into place, so a
+// chatd killed half-way through leaves no half-made cluster behind.
+func initCluster(ctx context.Context, binDir, dataDir string, as runAs) (created bool, err error) {
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err == nil {
+		return false, nil
+	}
+	if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
+		return false, fmt.Errorf("%s is not empty and holds no PostgreSQL cluster (no PG_VERSION); move it away or choose another data dir", dataDir)
+	}
+	tmp := dataDir + ".initdb"
+	if err := os.RemoveAll(tmp); err != nil {
+		return false, fmt.Errorf("remove stale %s: %w", tmp, err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return false, fmt.Errorf("initdb: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := as.own(tmp); err != nil {
+		return false, fmt.Errorf("initdb: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
+		"--pgdata="+tmp,
+		"--username="+superuser,
+		"--encoding=UTF8",
+		// C collation sorts by bytes and needs no OS locale installed.
+		"--locale=C",
+		// Trust is safe here: the socket sits in a 0700 directory and TCP
+		// listens on loopback only. No password to generate or store.
+		"--auth=trust",
+	)
+	cmd.Dir = tmp
+	cmd.Env = serverEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("initdb %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
+	}
+	// rename(2) replaces an empty directory, so a pre-created dataDir is fine.
+	if err := os.Rename(tmp, dataDir); err != nil {
+		return false, fmt.Errorf("initdb: move cluster into place: %w", err)
+	}
+	return true, nil
+}
+
+// serverEnv is the environment for initdb and postgres: ours minus PG*
+// variables, which would override what we pass on the command line
+// (PGDATA, PGPORT, PGOPTIONS...) or confuse the tools, and with a fixed
+// message locale so logs and errors read the same everywhere.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PG") || strings.HasPrefix(kv, "LC_") || strings.HasPrefix(kv, "LANG") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C")
+}
+
+// prepareSocketDir returns the private socket directory for the cluster,
+// creating it. It is <dataDir>/socket unless that path is too long for a
+// unix socket, in which case it is a directory under /tmp named by a hash
+// of dataDir (stable across runs, so crashes do not litter /tmp).
+func prepareSocketDir(dataDir string, as runAs) (string, error) {
+	dir := filepath.Join(dataDir, socketSubdir)
+	if len(dir)+len("/.s.PGSQL.65535") > maxSocketPath {
+		sum := sha256.Sum256([]byte(dataDir))
+		dir = filepath.Join("/tmp", "chatd-pg-"+hex.EncodeToString(sum[:6]))
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("socket dir: %w", err)
+	}
+	// The /tmp fallback is world-writable territory: refuse a directory (or
+	// symlink) that someone else planted there.
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("socket dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("socket dir %s is not a directory", dir)
+	}
+	if err := as.own(dir); err != nil {
+		return "", fmt.Errorf("socket dir: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 && int(st.Uid) != as.uid() {
+		return "", fmt.Errorf("socket dir %s is owned by uid %d, not us", dir, st.Uid)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", fmt.Errorf("socket dir: %w", err)
+	}
+	return dir, nil
+}
+
+// waitOrphan handles a postmaster.pid left by an earlier run. If its pid is
+// dead, PostgreSQL itself treats the file as stale and starts normally. If
+// the pid is a postgres serving this same cluster (our previous child, still
+// in its immediate shutdown after chatd died), we wait for it to exit. If the
+// pid was reused by an unrelated process, PostgreSQL could mistake it for a
+// running postmaster and refuse to start, so we remove the stale file.
+func waitOrphan(ctx context.Context, dataDir string) error {
+	pidFile := filepath.Join(dataDir, "postmaster.pid")
+	pid, err := readPidFile(pidFile)
+	if err != nil || !processAlive(pid) {
+		return nil
+	}
+	if !servesCluster(pid, dataDir) {
+		if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", pidFile, err)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(orphanWait)
+	for processAlive(pid) && servesCluster(pid, dataDir) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another postgres (pid %d) is running on %s; stop it first", pid, dataDir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func readPidFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strconv.Atoi(strings.TrimSpace(line))
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// servesCluster reports whether pid is a postgres process started with
+// -D dataDir, read from /proc/<pid>/cmdline.
+func servesCluster(pid int, dataDir string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for i, a := range args {
+		if a == "-D" && i+1 < len(args) && args[i+1] == dataDir {
+			return true
+		}
+	}
+	return false
+}
+
+// serverArgs is the postgres command line. Settings go on the command line
+// rather than into postgresql.conf so that every start applies the current
+// ones, including to clusters made by an older chatd.
+func serverArgs(dataDir, socketDir string, port int) []string {
+	settings := []string{
+		"listen_addresses=127.0.0.1",
+		"port=" + strconv.Itoa(port),
+		"unix_socket_directories=" + socketDir,
+		"unix_socket_permissions=0700",
+		// Names the server's processes in ps ("postgres: chatd: ...").
+		"cluster_name=chatd",
+		// Durability is chatd's guarantee (G1): a commit is on disk before
+		// the sender hears "accepted".
+		"fsync=on",
+		"synchronous_commit=on",
+		"full_page_writes=on",
+		// Sized for a small box.
+		"max_connections=200",
+		"shared_buffers=128MB",
+		// Logs go to our stderr pipe and from there to slog.
+		"logging_collector=off",
+		"log_destination=stderr",
+		"log_line_prefix=",
+		// Client errors (e.g. a unique violation the app handles) are the
+		// app's to report; do not echo their statements.
+		"log_min_error_statement=panic",
+		"log_checkpoints=off",
+	}
+	args := []string{"-D", dataDir}
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	return args
+}
