@@ -1,0 +1,244 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chatd/chatd"
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
+)
+
+// CreateGroupChat creates a group chat with a new ULID id. The creator is
+// always a member; members are deduplicated. A bad user id or a title over
+// chatd.MaxTitleLen (or not UTF-8) is chatd.ErrInvalid.
+func (s *Store) CreateGroupChat(ctx context.Context, creator, title string, members []string) (chatd.Chat, error) {
+	all, err := memberSet(creator, members)
+	if err != nil {
+		return chatd.Chat{}, fmt.Errorf("create group chat: %w", err)
+	}
+	if len(title) > chatd.MaxTitleLen || !utf8.ValidString(title) {
+		return chatd.Chat{}, fmt.Errorf("create group chat: title: %w", chatd.ErrInvalid)
+	}
+	c := chatd.Chat{ID: ulid.Make().String(), Kind: chatd.KindGroup, Title: title, Members: all}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx,
+			`insert into chats (id, kind, title) values ($1, 'group', $2) returning created_at`,
+			c.ID, title).Scan(&c.CreatedAt)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx,
+			`insert into members (chat_id, user_id) select $1, unnest($2::text[])`, c.ID, all)
+		return err
+	})
+	if err != nil {
+		return chatd.Chat{}, fmt.Errorf("create group chat: %w", err)
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// memberSet validates creator and members and returns them deduplicated and sorted.
+func memberSet(creator string, members []string) ([]string, error) {
+	all := append([]string{creator}, members...)
+	for _, u := range all {
+		if !chatd.ValidUserID(u) {
+			return nil, fmt.Errorf("user id %q: %w", u, chatd.ErrInvalid)
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// DirectChatID is the stable id of the direct chat between a and b, the same
+// for either argument order: "d_" and 40 hex digits of a SHA-256 over the
+// ordered pair.
+func DirectChatID(a, b string) string {
+	lo, hi := min(a, b), max(a, b)
+	sum := sha256.Sum256([]byte(lo + "\x00" + hi))
+	return "d_" + hex.EncodeToString(sum[:])[:40]
+}
+
+// DirectChat returns the direct chat between a and b, creating it on first
+// use (created reports that). Concurrent calls for one pair are safe and all
+// return the same chat. a == b or a bad id is chatd.ErrInvalid.
+func (s *Store) DirectChat(ctx context.Context, a, b string) (chatd.Chat, bool, error) {
+	if !chatd.ValidUserID(a) || !chatd.ValidUserID(b) || a == b {
+		return chatd.Chat{}, false, fmt.Errorf("direct chat %q/%q: %w", a, b, chatd.ErrInvalid)
+	}
+	id := DirectChatID(a, b)
+	created := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A racing caller's insert blocks here until it commits, then this one
+		// does nothing: both end up reading the one committed chat.
+		tag, err := tx.Exec(ctx,
+			`insert into chats (id, kind) values ($1, 'direct') on conflict (id) do nothing`, id)
+		if err != nil {
+			return err
+		}
+		if created = tag.RowsAffected() == 1; !created {
+			return nil
+		}
+		_, err = tx.Exec(ctx,
+			`insert into members (chat_id, user_id) values ($1, $2), ($1, $3)`, id, a, b)
+		return err
+	})
+	if err != nil {
+		return chatd.Chat{}, false, fmt.Errorf("direct chat: %w", err)
+	}
+	c, err := s.Chat(ctx, id)
+	if err != nil {
+		return chatd.Chat{}, false, fmt.Errorf("direct chat: %w", err)
+	}
+	return c, created, nil
+}
+
+// chatColumns and scanChat read a chat with its members aggregated in
+// user-id order.
+const chatColumns = `c.id, c.kind, c.title, c.last_seq, c.created_at,
+	coalesce((select array_agg(m.user_id order by m.user_id) from members m where m.chat_id = c.id), '{}')`
+
+func scanChat(row pgx.Row) (chatd.Chat, error) {
+	var c chatd.Chat
+	var kind string
+	if err := row.Scan(&c.ID, &kind, &c.Title, &c.LastSeq, &c.CreatedAt, &c.Members); err != nil {
+		return chatd.Chat{}, err
+	}
+	c.Kind = chatd.ChatKind(kind)
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// Chat returns the chat with its members, or chatd.ErrNotFound. It does not
+// check who asks; callers check membership with IsMember.
+func (s *Store) Chat(ctx context.Context, id string) (chatd.Chat, error) {
+	return getChat(ctx, s.pool, id)
+}
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func getChat(ctx context.Context, q querier, id string) (chatd.Chat, error) {
+	c, err := scanChat(q.QueryRow(ctx, `select `+chatColumns+` from chats c where c.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return chatd.Chat{}, fmt.Errorf("chat %s: %w", id, chatd.ErrNotFound)
+	}
+	if err != nil {
+		return chatd.Chat{}, fmt.Errorf("chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListChats returns the chats user is a member of, oldest first.
+func (s *Store) ListChats(ctx context.Context, user string) ([]chatd.Chat, error) {
+	rows, err := s.pool.Query(ctx, `select `+chatColumns+`
+		from members my join chats c on c.id = my.chat_id
+		where my.user_id = $1
+		order by c.created_at, c.id`, user)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	chats, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (chatd.Chat, error) { return scanChat(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	return chats, nil
+}
+
+// IsMember returns nil when user is a member of the chat, chatd.ErrNotFound
+// when the chat does not exist and chatd.ErrForbidden otherwise.
+func (s *Store) IsMember(ctx context.Context, chatID, user string) error {
+	return isMember(ctx, s.pool, chatID, user)
+}
+
+func isMember(ctx context.Context, q querier, chatID, user string) error {
+	var chatExists, member bool
+	err := q.QueryRow(ctx, `select
+		exists (select 1 from chats where id = $1),
+		exists (select 1 from members where chat_id = $1 and user_id = $2)`,
+		chatID, user).Scan(&chatExists, &member)
+	switch {
+	case err != nil:
+		return fmt.Errorf("membership of %s in %s: %w", user, chatID, err)
+	case !chatExists:
+		return fmt.Errorf("chat %s: %w", chatID, chatd.ErrNotFound)
+	case !member:
+		return fmt.Errorf("%s is not a member of %s: %w", user, chatID, chatd.ErrForbidden)
+	}
+	return nil
+}
+
+// AddMember adds user to a group chat on behalf of actor, who must be a
+// member (chatd.ErrForbidden). Adding a present member changes nothing.
+// Direct chats refuse with chatd.ErrConflict. It returns the updated chat.
+func (s *Store) AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error) {
+	if !chatd.ValidUserID(user) {
+		return chatd.Chat{}, fmt.Errorf("add member %q: %w", user, chatd.ErrInvalid)
+	}
+	var c chatd.Chat
+	err := s.changeMembers(ctx, chatID, actor, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `insert into members (chat_id, user_id) values ($1, $2)
+			on conflict do nothing`, chatID, user); err != nil {
+			return err
+		}
+		var err error
+		c, err = getChat(ctx, tx, chatID)
+		return err
+	})
+	if err != nil {
+		return chatd.Chat{}, fmt.Errorf("add member: %w", err)
+	}
+	return c, nil
+}
+
+// RemoveMember removes user from a group chat on behalf of actor, who must be
+// a member (a member may remove itself). Removing a non-member is a no-op.
+// Direct chats refuse with chatd.ErrConflict.
+func (s *Store) RemoveMember(ctx context.Context, chatID, actor, user string) error {
+	err := s.changeMembers(ctx, chatID, actor, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `delete from members where chat_id = $1 and user_id = $2`, chatID, user)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("remove member: %w", err)
+	}
+	return nil
+}
+
+// changeMembers runs change in a transaction that holds the chat row's lock,
+// the same lock CommitBatch takes, so every message's frozen recipient set is
+// the membership at one point between changes.
+func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var kind string
+		err := tx.QueryRow(ctx, `select kind from chats where id = $1 for update`, chatID).Scan(&kind)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("chat %s: %w", chatID, chatd.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if err := isMember(ctx, tx, chatID, actor); err != nil {
+			return err
+		}
+		if chatd.ChatKind(kind) == chatd.KindDirect {
+			return fmt.Errorf("chat %s is direct: %w", chatID, chatd.ErrConflict)
+		}
+		return change(tx)
+	})
+}
+
+// timeUTC normalises a time read from or written to PostgreSQL: UTC and
+// microsecond precision (what timestamptz keeps), so a value handed back at
+// acceptance equals the one read from history later.
+func timeUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/jackc/pgx/v5"
+)
+
+// Outbox read sizes.
+const (
+	// DefaultOutboxLimit is ReadOutbox's batch when limit <= 0.
+	DefaultOutboxLimit = 256
+	// MaxOutboxLimit caps ReadOutbox's limit.
+	MaxOutboxLimit = 10000
+)
+
+// OutboxEntry is one accepted message waiting to be relayed, with its
+// recipients as frozen at acceptance.
+type OutboxEntry struct {
+	ID         int64
+	Message    chatd.Message // joined from history, including Device
+	Recipients []string
+	CreatedAt  time.Time
+}
+
+// ReadOutbox returns up to limit of the oldest outbox rows, in id order, from
+// the start of the table: the relay deletes what it relayed, so a row that
+// committed late with a lower id is still found on the next read.
+// limit <= 0 means DefaultOutboxLimit; it is capped at MaxOutboxLimit.
+func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error) {
+	switch {
+	case limit <= 0:
+		limit = DefaultOutboxLimit
+	case limit > MaxOutboxLimit:
+		limit = MaxOutboxLimit
+	}
+	rows, err := s.pool.Query(ctx, `
+		select o.id, o.recipients, o.created_at,
+		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at
+		from outbox o join history h on h.id = o.history_id
+		order by o.id
+		limit $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxEntry, error) {
+		var e OutboxEntry
+		m := &e.Message
+		err := r.Scan(&e.ID, &e.Recipients, &e.CreatedAt,
+			&m.ID, &m.CID, &m.Chat, &m.From, &m.Device, &m.Body, &m.Seq, &m.TS)
+		e.CreatedAt, m.TS = e.CreatedAt.UTC(), m.TS.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return entries, nil
+}
+
+// DeleteOutbox deletes exactly the rows with the given ids (the relayed ones)
+// and returns how many it deleted. It never deletes "up to" an id: a
+// concurrent batch can commit a lower id after a higher one was read.
+func (s *Store) DeleteOutbox(ctx context.Context, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `delete from outbox where id = any($1)`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("delete outbox: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// OutboxStats describes the outbox backlog. The oldest age is chatd's alarm.
+type OutboxStats struct {
+	Depth  int64
+	Oldest time.Time // created_at of the oldest row; zero when empty
+}
+
+// OutboxStats counts the outbox. The count is exact, which is cheap because
+// the relay keeps the table near empty.
+func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
+	var st OutboxStats
+	var oldest *time.Time
+	if err := s.pool.QueryRow(ctx, `select count(*), min(created_at) from outbox`).Scan(&st.Depth, &oldest); err != nil {
+		return OutboxStats{}, fmt.Errorf("outbox stats: %w", err)
+	}
+	if oldest != nil {
+		st.Oldest = oldest.UTC()
+	}
+	return st, nil
+}

@@ -1,0 +1,98 @@
+// Package store is chatd's PostgreSQL layer: the schema and its migrations,
+// chats and members, history, the group-commit write path, the outbox the
+// relay drains, read state and retention.
+//
+// A Store is safe for concurrent use. All durable truth of chatd lives here;
+// the invariants of DESIGN.md that the database keeps are named where the
+// code keeps them.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultMaxConns is the pool size when Config.MaxConns is zero.
+const DefaultMaxConns = 16
+
+// Config tunes a Store. The zero value is usable.
+type Config struct {
+	// MaxConns caps the connection pool. 0 means DefaultMaxConns. The
+	// dedicated connections of ListenOutbox and a held RelayLock are not
+	// counted against it.
+	MaxConns int32
+	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
+	// nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is a handle on chatd's PostgreSQL database. Create it with Open and
+// release it with Close.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Open connects to the database at dsn and applies every pending migration
+// before it returns, so a Store that opened is on the latest schema. Opening
+// several Stores on one database at once is safe: migrations serialize on an
+// advisory lock and a database already up to date is left alone.
+func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: parse dsn: %w", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	if pcfg.MaxConns <= 0 {
+		pcfg.MaxConns = DefaultMaxConns
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s := &Store{pool: pool, log: log.With("component", "store")}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the pool, waiting for borrowed connections to come back.
+// Dedicated connections (ListenOutbox, RelayLock) are closed by their owners.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether the database answers and its schema is at the
+// latest version this binary knows (for /readyz).
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	v, err := s.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if want := latestVersion(); v != want {
+		return fmt.Errorf("schema version %d, want %d", v, want)
+	}
+	return nil
+}
+
+// Pool exposes the connection pool for callers that need a raw query (tests,
+// admin tooling). Writes that bypass the Store's methods bypass its invariants.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
