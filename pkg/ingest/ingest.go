@@ -1,0 +1,220 @@
+// Package ingest turns client sends into committed history: validation, a
+// bounded inbound queue, group commit into PostgreSQL (history and outbox in
+// one transaction per batch), the sender's `accepted` strictly after commit
+// (G1), and then the hand-off of the committed batch to the fast path.
+// It never sees a socket: callers submit a Request and get a Result callback.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Committer stores one batch of sends in one transaction. *store.Store
+// implements it. A returned error means nothing of the batch was stored.
+type Committer interface {
+	CommitBatch(ctx context.Context, sends []store.Send) ([]store.Outcome, error)
+}
+
+// Request is one send as a client asked for it.
+type Request struct {
+	Chat, From, Device, CID, Body string
+}
+
+// Result is the outcome of one Request. Err is nil when the message is
+// durably accepted (Message holds its id, seq and ts); Duplicate reports a
+// resend of an already stored (From, CID), answered with the original.
+// Otherwise Err wraps chatd.ErrNotFound, chatd.ErrForbidden or
+// chatd.ErrUnavailable (the batch's transaction failed: resend with the same cid).
+type Result struct {
+	Message   chatd.Message
+	Duplicate bool
+	Err       error
+}
+
+// Config configures an Ingest. Zero values take the documented defaults.
+type Config struct {
+	// Store commits batches. Required.
+	Store Committer
+	// QueueSize bounds the inbound queue; a Submit beyond it fails with
+	// chatd.ErrOverloaded. Zero means 8000.
+	QueueSize int
+	// BatchSize is the most sends one transaction carries. Zero means 36.
+	BatchSize int
+	// BatchDelay is how long a batch waits for more sends after its first.
+	// Zero means 5 ms.
+	BatchDelay time.Duration
+	// Workers is how many batches may commit concurrently. Zero means 4.
+	Workers int
+	// MaxBodyBytes bounds a message body. Zero means 4096.
+	MaxBodyBytes int
+	// CommitTimeout bounds one batch's transaction. Zero means 10 s.
+	CommitTimeout time.Duration
+	// OnCommit receives each committed batch's new (non-duplicate) messages
+	// after every sender was answered: the fast path and the relay's wake-up.
+	// It runs on the commit worker and must not block for long. Nil: no hook.
+	OnCommit func([]store.Accepted)
+	// Now is the clock for message timestamps. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives commit failures. Nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the ingest metrics. Nil means no metrics are registered.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() error {
+	if c.Store == nil {
+		return errors.New("ingest: Config.Store is required")
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 8000
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 36
+	}
+	if c.BatchDelay <= 0 {
+		c.BatchDelay = 5 * time.Millisecond
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4096
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// item is one queued send with its answer callback.
+type item struct {
+	req  Request
+	done func(Result)
+}
+
+// Ingest is the accept path. Safe for concurrent use. Submit may be called
+// before Run starts; nothing commits until Run runs.
+type Ingest struct {
+	cfg     Config
+	queue   chan item
+	metrics *metrics
+	log     *slog.Logger
+
+	mu     sync.RWMutex
+	closed bool // set once Run begins draining; guarded by mu
+}
+
+// New returns an Ingest; call Run to start committing.
+func New(cfg Config) (*Ingest, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Ingest{
+		cfg:     cfg,
+		queue:   make(chan item, cfg.QueueSize),
+		metrics: m,
+		log:     cfg.Logger.With("component", "ingest"),
+	}, nil
+}
+
+// MaxBodyBytes is the body limit in force (for the gateway's hello).
+func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
+
+// Submit validates req and queues it without blocking. It returns an error
+// wrapping chatd.ErrInvalid or chatd.ErrTooLarge for bad input,
+// chatd.ErrOverloaded when the queue is full and chatd.ErrClosed once
+// shutdown began; then done is never called. Otherwise done is called exactly
+// once, from a commit worker, after the send's batch committed or failed;
+// done must not block.
+func (in *Ingest) Submit(req Request, done func(Result)) error {
+	if err := in.validate(req); err != nil {
+		in.metrics.rejected.WithLabelValues("invalid").Inc()
+		return err
+	}
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	if in.closed {
+		return chatd.ErrClosed
+	}
+	select {
+	case in.queue <- item{req: req, done: done}:
+		in.metrics.queued.Inc()
+		return nil
+	default:
+		in.metrics.rejected.WithLabelValues("overloaded").Inc()
+		return fmt.Errorf("inbound queue full (%d): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
+	}
+}
+
+// Send submits req and waits for its Result: the blocking form for REST.
+// The returned error is Submit's (nothing was queued) or ctx's; a queued
+// send that failed reports its failure in Result.Err.
+func (in *Ingest) Send(ctx context.Context, req Request) (Result, error) {
+	ch := make(chan Result, 1)
+	if err := in.Submit(req, func(r Result) { ch <- r }); err != nil {
+		return Result{}, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+func (in *Ingest) validate(r Request) error {
+	switch {
+	case !chatd.ValidChatID(r.Chat):
+		return fmt.Errorf("chat id %q is not 1-%d chars of [A-Za-z0-9_-]: %w", r.Chat, chatd.MaxChatIDLen, chatd.ErrInvalid)
+	case !chatd.ValidCID(r.CID):
+		return fmt.Errorf("cid %q is not 1-%d chars of [A-Za-z0-9_-]: %w", r.CID, chatd.MaxCIDLen, chatd.ErrInvalid)
+	case !chatd.ValidUserID(r.From):
+		return fmt.Errorf("sender %q: %w", r.From, chatd.ErrInvalid)
+	case !chatd.ValidDeviceID(r.Device):
+		return fmt.Errorf("device %q: %w", r.Device, chatd.ErrInvalid)
+	}
+	return chatd.CheckBody(r.Body, in.cfg.MaxBodyBytes)
+}
+
+// Run commits batches until ctx is done, then stops taking sends, commits
+// everything already queued (bounded by CommitTimeout per batch) and returns
+// once every worker has exited.
+func (in *Ingest) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for i := 0; i < in.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker(in)
+			w.loop(ctx)
+		}()
+	}
+	<-ctx.Done()
+	in.mu.Lock()
+	in.closed = true
+	in.mu.Unlock()
+	wg.Wait()
+	// Workers drained what they could see; anything left is committed here
+	// so no queued send goes unanswered.
+	newWorker(in).drain()
+	return nil
+}

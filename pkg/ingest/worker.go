@@ -1,0 +1,168 @@
+package ingest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/oklog/ulid/v2"
+)
+
+// worker gathers queued sends into batches and commits them. Each worker
+// owns its buffers and its ULID entropy (ulid.Monotonic is not safe for
+// concurrent use), so workers share nothing but the queue.
+type worker struct {
+	in      *Ingest
+	entropy io.Reader
+	batch   []item
+	sends   []store.Send
+	fresh   []store.Accepted
+	timer   *time.Timer
+}
+
+func newWorker(in *Ingest) *worker {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &worker{
+		in:      in,
+		entropy: ulid.Monotonic(rand.Reader, 0),
+		batch:   make([]item, 0, in.cfg.BatchSize),
+		sends:   make([]store.Send, 0, in.cfg.BatchSize),
+		timer:   t,
+	}
+}
+
+// loop commits batches until ctx is done, then drains what it can see.
+func (w *worker) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			w.drain()
+			return
+		case it := <-w.in.queue:
+			w.batch = append(w.batch[:0], it)
+			w.fill(ctx)
+			w.commit()
+		}
+	}
+}
+
+// fill adds queued sends to the batch until it is full or BatchDelay has
+// passed since its first send. Sends already waiting are taken without
+// waiting, so a busy queue yields full batches at once.
+func (w *worker) fill(ctx context.Context) {
+	max := w.in.cfg.BatchSize
+	for len(w.batch) < max {
+		select {
+		case it := <-w.in.queue:
+			w.batch = append(w.batch, it)
+			continue
+		default:
+		}
+		break
+	}
+	if len(w.batch) >= max {
+		return
+	}
+	w.timer.Reset(w.in.cfg.BatchDelay)
+	defer w.timer.Stop()
+	for len(w.batch) < max {
+		select {
+		case it := <-w.in.queue:
+			w.batch = append(w.batch, it)
+		case <-w.timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// drain commits everything queued right now, batch by batch.
+func (w *worker) drain() {
+	for {
+		w.batch = w.batch[:0]
+	take:
+		for len(w.batch) < w.in.cfg.BatchSize {
+			select {
+			case it := <-w.in.queue:
+				w.batch = append(w.batch, it)
+			default:
+				break take
+			}
+		}
+		if len(w.batch) == 0 {
+			return
+		}
+		w.commit()
+	}
+}
+
+// commit stores the batch in one transaction and answers every sender:
+// accepted only after the commit returned (G1), then the fast-path hook.
+func (w *worker) commit() {
+	in := w.in
+	in.metrics.queued.Sub(float64(len(w.batch)))
+	now := in.cfg.Now().UTC()
+	w.sends = w.sends[:0]
+	for _, it := range w.batch {
+		w.sends = append(w.sends, store.Send{
+			ID:     ulid.MustNew(ulid.Timestamp(now), w.entropy).String(),
+			Chat:   it.req.Chat,
+			From:   it.req.From,
+			Device: it.req.Device,
+			CID:    it.req.CID,
+			Body:   it.req.Body,
+			TS:     now,
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CommitTimeout)
+	start := time.Now()
+	outcomes, err := in.cfg.Store.CommitBatch(ctx, w.sends)
+	cancel()
+	in.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	in.metrics.batchSize.Observe(float64(len(w.batch)))
+	if err != nil {
+		in.metrics.failedBatches.Inc()
+		in.log.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
+		failed := Result{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
+		for _, it := range w.batch {
+			it.done(failed)
+		}
+		w.clear()
+		return
+	}
+	w.fresh = w.fresh[:0]
+	for i, it := range w.batch {
+		o := outcomes[i]
+		switch {
+		case o.Err != nil:
+			in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
+			it.done(Result{Err: o.Err})
+		case o.Duplicate:
+			in.metrics.duplicates.Inc()
+			it.done(Result{Message: o.Message, Duplicate: true})
+		default:
+			in.metrics.accepted.Inc()
+			it.done(Result{Message: o.Message})
+			w.fresh = append(w.fresh, o.Accepted)
+		}
+	}
+	if len(w.fresh) > 0 && in.cfg.OnCommit != nil {
+		in.cfg.OnCommit(w.fresh)
+	}
+	w.clear()
+}
+
+// clear drops references so a finished batch's callbacks and bodies can be
+// collected while the worker waits for the next one.
+func (w *worker) clear() {
+	clear(w.batch)
+	w.batch = w.batch[:0]
+	clear(w.sends)
+	clear(w.fresh)
+}

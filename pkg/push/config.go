@@ -1,0 +1,91 @@
+package push
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a Registry. Zero values take the documented defaults
+// (DESIGN.md's table).
+type Config struct {
+	// NodeID names this node's durable consumer ("push-<NodeID>"). Required;
+	// stable across restarts so a restarted node resumes its consumer.
+	NodeID string
+	// JS is the JetStream context. Required for Run.
+	JS jetstream.JetStream
+	// Stream is the delivery stream's name. Empty means "CHAT_OUTBOX".
+	Stream string
+	// Lease is the consumer's AckWait: how long one delivery attempt may
+	// stay un-acked before JetStream redelivers it. Zero means 10 s.
+	Lease time.Duration
+	// MaxAttempts is the consumer's MaxDeliver: after the last attempt's
+	// lease expires un-acked, the recipient is abandoned (closed, it resyncs
+	// from history). Zero means 3.
+	MaxAttempts int
+	// MaxPending is how many stream messages one connection may hold
+	// un-acked; one more and it is closed as overloaded. Zero means 20.
+	MaxPending int
+	// Grace spares a connection younger than this from the attempts reaper.
+	// Zero (the default) means no grace: measured counter-productive under load.
+	Grace time.Duration
+	// MaxAckPending is the consumer's limit of un-acked messages. At the
+	// limit JetStream stops delivering to the whole node, so it must sit far
+	// above the node's peak un-acked count. Zero means 65536.
+	MaxAckPending int
+	// InactiveThreshold lets JetStream delete the consumer of a node that is
+	// gone, so it no longer holds the reclaim floor. Zero means 10 minutes.
+	InactiveThreshold time.Duration
+	// FastMemory is how long a fast-path delivery is remembered while its
+	// stream message has not arrived yet; past it the stream delivery sends
+	// the frame again. Zero means 2 minutes.
+	FastMemory time.Duration
+	// PullBatch is how many stream messages the consumer buffers. Zero means 512.
+	PullBatch int
+	// Now is the clock for leases and reapers. Nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the push metrics; nil means none.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() error {
+	if c.NodeID == "" {
+		return errors.New("push: Config.NodeID is required")
+	}
+	if c.Stream == "" {
+		c.Stream = "CHAT_OUTBOX"
+	}
+	if c.Lease <= 0 {
+		c.Lease = 10 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 20
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 65536
+	}
+	if c.InactiveThreshold <= 0 {
+		c.InactiveThreshold = 10 * time.Minute
+	}
+	if c.FastMemory <= 0 {
+		c.FastMemory = 2 * time.Minute
+	}
+	if c.PullBatch <= 0 {
+		c.PullBatch = 512
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

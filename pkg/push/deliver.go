@@ -1,0 +1,170 @@
+package push
+
+import (
+	"encoding/json"
+
+	"github.com/chatd/chatd"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// FastPath hands a just-committed message to the recipients connected to
+// this node, before the relay has published it. It takes no lease: the
+// stream delivery that follows is authoritative (it acks at once for a
+// recipient that already acked, and otherwise starts the lease without
+// re-sending). recipients are the chat's members frozen at acceptance.
+func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.deliveries[m.ID]; ok {
+		return // the stream delivery overtook the fast path
+	}
+	for _, user := range recipients {
+		for _, s := range r.byUser[user] {
+			if user == m.From && s.conn.Device() == m.Device {
+				continue
+			}
+			if _, seen := s.fast[m.ID]; seen {
+				continue
+			}
+			s.fast[m.ID] = fastEntry{at: now}
+			if s.conn.Deliver(m) {
+				r.metrics.frames.WithLabelValues("fast").Inc()
+			}
+		}
+	}
+}
+
+// handle takes one message from the node's consumer.
+func (r *Registry) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		r.log.Error("stream message without metadata; terminating it", "err", err)
+		_ = msg.Term()
+		return
+	}
+	var env chatd.Envelope
+	if err := json.Unmarshal(msg.Data(), &env); err != nil || env.Message.ID == "" {
+		r.log.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
+		_ = msg.TermWithReason("undecodable envelope")
+		return
+	}
+	env.Message.Device = env.Device
+	ackNow, over := r.deliver(msg, meta, &env)
+	if ackNow {
+		if err := msg.Ack(); err != nil {
+			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+		}
+	}
+	// The overload reaper: a connection holding more than MaxPending
+	// un-acked messages is withdrawn, so it cannot pin the floor.
+	for _, c := range over {
+		r.Withdraw(c, ReasonOverloaded)
+	}
+}
+
+// deliver records the delivery and sends frames. It returns true when no
+// local recipient needs the message, so it can be acked at once (offline
+// recipients hold nothing: they recover from history), and the connections
+// that went over MaxPending.
+func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *chatd.Envelope) (bool, []Conn) {
+	seq := meta.Sequence.Stream
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.deliveries[env.Message.ID]
+	switch {
+	case d != nil && d.seq != seq:
+		// A second copy under another sequence (the relay republished after
+		// the duplicate window forgot the id): the first copy covers it.
+		return true, nil
+	case d != nil:
+		// JetStream redelivered: the lease expired with recipients waiting.
+		d.msg = msg
+		for s := range d.waiting {
+			if s.conn.Deliver(&d.m) {
+				r.metrics.frames.WithLabelValues("redelivery").Inc()
+				r.metrics.redeliveries.Inc()
+			}
+		}
+	default:
+		d = &delivery{seq: seq, msg: msg, m: env.Message, waiting: make(map[*session]struct{}), sentAt: now}
+		r.fanOutLocked(d, env.Recipients)
+		if len(d.waiting) == 0 {
+			return true, nil
+		}
+		r.deliveries[d.m.ID] = d
+	}
+	if int(meta.NumDelivered) >= r.cfg.MaxAttempts {
+		d.final = now.Add(r.cfg.Lease)
+		r.finals[d] = struct{}{}
+	}
+	var over []Conn
+	for s := range d.waiting {
+		if len(s.pending) > r.cfg.MaxPending {
+			over = append(over, s.conn)
+		}
+	}
+	return false, over
+}
+
+// fanOutLocked adds d to the pending set of every local recipient that has
+// not acked it through the fast path, sending the frame to those the fast
+// path did not reach.
+func (r *Registry) fanOutLocked(d *delivery, recipients []string) {
+	for _, user := range recipients {
+		for _, s := range r.byUser[user] {
+			if user == d.m.From && s.conn.Device() == d.m.Device {
+				continue
+			}
+			fe, fast := s.fast[d.m.ID]
+			if fast {
+				delete(s.fast, d.m.ID)
+				if fe.acked {
+					continue
+				}
+			}
+			d.waiting[s] = struct{}{}
+			s.pending[d.seq] = d
+			if !fast && s.conn.Deliver(&d.m) {
+				r.metrics.frames.WithLabelValues("stream").Inc()
+			}
+		}
+	}
+}
+
+// Ack records that c has the messages with these ids. Each id leaves c's
+// pending set individually, so the pin only rises when the lowest one is
+// acked. A stream message is acked once no local recipient waits for it.
+// Acks from a connection that is no longer registered are ignored.
+func (r *Registry) Ack(c Conn, ids []string) {
+	now := r.cfg.Now()
+	var acks []jetstream.Msg
+	r.mu.Lock()
+	s := r.currentLocked(c)
+	if s == nil {
+		r.mu.Unlock()
+		return
+	}
+	for _, id := range ids {
+		if d := r.deliveries[id]; d != nil {
+			if _, ok := d.waiting[s]; !ok {
+				continue
+			}
+			delete(d.waiting, s)
+			delete(s.pending, d.seq)
+			r.metrics.ackSeconds.Observe(now.Sub(d.sentAt).Seconds())
+			if len(d.waiting) == 0 {
+				acks = append(acks, r.finishLocked(d))
+			}
+			continue
+		}
+		if fe, ok := s.fast[id]; ok && !fe.acked {
+			fe.acked = true
+			s.fast[id] = fe
+		}
+	}
+	r.mu.Unlock()
+	r.metrics.acks.Add(float64(len(ids)))
+	r.ackAll(acks)
+}

@@ -1,0 +1,256 @@
+package push
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// session is one registered connection and its delivery bookkeeping.
+// All fields are guarded by Registry.mu.
+type session struct {
+	conn     Conn
+	attached time.Time
+	// pending holds the stream messages sent to this connection and not acked.
+	pending pendingSet
+	// fast remembers messages handed over by the fast path before their
+	// stream message arrived, so the stream delivery neither re-sends them
+	// nor waits for an ack that already came.
+	fast map[string]fastEntry
+}
+
+type fastEntry struct {
+	at    time.Time
+	acked bool
+}
+
+// delivery is one stream message this node is delivering: the recipients
+// still owing an ack, and the JetStream message to ack when none is left.
+type delivery struct {
+	seq     uint64
+	msg     jetstream.Msg
+	m       chatd.Message
+	waiting map[*session]struct{}
+	sentAt  time.Time
+	// final is set once the last attempt went out: when it passes with
+	// recipients still waiting, they are abandoned.
+	final time.Time
+}
+
+// Registry is the node's live-delivery state: one active session per
+// (user, device), each connection's pending set, and the stream messages in
+// flight. It is safe for concurrent use. pkg/api attaches, detaches and acks
+// connections; the consumer (Run) and the fast path feed it messages.
+type Registry struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	mu         sync.Mutex
+	sessions   map[sessionKey]*session
+	byUser     map[string][]*session
+	deliveries map[string]*delivery // by message id
+	finals     map[*delivery]struct{}
+}
+
+type sessionKey struct{ user, device string }
+
+// New returns a Registry. Call Run to consume the delivery stream.
+func New(cfg Config) (*Registry, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "push", "node", cfg.NodeID),
+		metrics:    m,
+		sessions:   make(map[sessionKey]*session),
+		byUser:     make(map[string][]*session),
+		deliveries: make(map[string]*delivery),
+		finals:     make(map[*delivery]struct{}),
+	}, nil
+}
+
+// Attach registers c for live delivery. An older session of the same user
+// and device is withdrawn and closed as superseded first, so at most one
+// session per (user, device) is ever registered. Anything committed after
+// Attach returns reaches c live (the gateway sends `hello` only afterwards).
+func (r *Registry) Attach(c Conn) {
+	key := sessionKey{c.User(), c.Device()}
+	r.mu.Lock()
+	old := r.sessions[key]
+	var acks []jetstream.Msg
+	if old != nil {
+		acks = r.withdrawLocked(old)
+	}
+	s := &session{conn: c, attached: r.cfg.Now(), pending: make(pendingSet), fast: make(map[string]fastEntry)}
+	r.sessions[key] = s
+	r.byUser[key.user] = append(r.byUser[key.user], s)
+	r.mu.Unlock()
+	r.metrics.connections.Inc()
+	r.ackAll(acks)
+	if old != nil {
+		r.metrics.withdrawn.WithLabelValues(ReasonSuperseded.String()).Inc()
+		old.conn.Close(ReasonSuperseded)
+	}
+}
+
+// Detach withdraws c from live delivery after its connection ended. It is a
+// no-op when c is no longer the registered session (it was superseded or
+// withdrawn already): the connection object is the session's epoch.
+func (r *Registry) Detach(c Conn) {
+	r.mu.Lock()
+	s := r.currentLocked(c)
+	var acks []jetstream.Msg
+	if s != nil {
+		acks = r.withdrawLocked(s)
+	}
+	r.mu.Unlock()
+	r.ackAll(acks)
+}
+
+// Withdraw removes c from live delivery for reason and closes it. Like
+// Detach it does nothing when c is no longer the registered session, so a
+// verdict reached against a superseded connection cannot touch its successor.
+// It reports whether c was withdrawn.
+func (r *Registry) Withdraw(c Conn, reason Reason) bool {
+	r.mu.Lock()
+	s := r.currentLocked(c)
+	var acks []jetstream.Msg
+	if s != nil {
+		acks = r.withdrawLocked(s)
+	}
+	r.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	r.ackAll(acks)
+	r.metrics.withdrawn.WithLabelValues(reason.String()).Inc()
+	c.Close(reason)
+	return true
+}
+
+// currentLocked returns c's session when c is the registered one.
+func (r *Registry) currentLocked(c Conn) *session {
+	s := r.sessions[sessionKey{c.User(), c.Device()}]
+	if s == nil || s.conn != c {
+		return nil
+	}
+	return s
+}
+
+// withdrawLocked unregisters s and drops its whole pending set. It is a
+// withdrawal, never an ack on the client's behalf: the stream message is
+// acked only when no other local recipient still waits for it, and the
+// withdrawn client recovers from history (invariants 2 and 3). It returns
+// the stream messages that became fully done, to ack outside the lock.
+func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
+	key := sessionKey{s.conn.User(), s.conn.Device()}
+	delete(r.sessions, key)
+	list := r.byUser[key.user]
+	for i, other := range list {
+		if other == s {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(r.byUser, key.user)
+	} else {
+		r.byUser[key.user] = list
+	}
+	var acks []jetstream.Msg
+	for _, d := range s.pending {
+		delete(d.waiting, s)
+		if len(d.waiting) == 0 {
+			acks = append(acks, r.finishLocked(d))
+		}
+	}
+	s.pending = nil
+	s.fast = nil
+	r.metrics.connections.Dec()
+	return acks
+}
+
+// finishLocked forgets a delivery nobody waits for and returns its stream
+// message for acking.
+func (r *Registry) finishLocked(d *delivery) jetstream.Msg {
+	delete(r.deliveries, d.m.ID)
+	delete(r.finals, d)
+	return d.msg
+}
+
+func (r *Registry) ackAll(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		if err := m.Ack(); err != nil {
+			r.log.Warn("ack stream message", "err", err)
+		}
+	}
+}
+
+// Pin is one connection's lowest un-acked stream sequence.
+type Pin struct {
+	User   string `json:"user"`
+	Device string `json:"device"`
+	Seq    uint64 `json:"seq"`
+}
+
+// Pins returns the pin of every connection holding un-acked messages, for
+// reclaim's floor and the admin view.
+func (r *Registry) Pins() []Pin {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var pins []Pin
+	for key, s := range r.sessions {
+		if seq, ok := s.pending.pin(); ok {
+			pins = append(pins, Pin{User: key.user, Device: key.device, Seq: seq})
+		}
+	}
+	return pins
+}
+
+// Connections returns how many sessions are registered.
+func (r *Registry) Connections() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
+
+// PinSeqs returns the pins alone, for reclaim's floor.
+func (r *Registry) PinSeqs() []uint64 {
+	pins := r.Pins()
+	seqs := make([]uint64, len(pins))
+	for i, p := range pins {
+		seqs[i] = p.Seq
+	}
+	return seqs
+}
+
+// Reset withdraws every connection after the delivery stream's sequences
+// went backwards: the pins and in-flight deliveries refer to sequences that
+// no longer exist, so they cannot be trusted. The clients reconnect and
+// resync from history, which is untouched; nothing is lost (G3).
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	conns := make([]Conn, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		conns = append(conns, s.conn)
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		r.Withdraw(c, ReasonAbandoned)
+	}
+	r.mu.Lock()
+	clear(r.deliveries)
+	clear(r.finals)
+	r.mu.Unlock()
+}

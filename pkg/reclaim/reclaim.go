@@ -1,0 +1,173 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Pinner reports the pins (lowest un-acked stream sequence) of this node's
+// connections. push.Registry satisfies it through a small adapter in the
+// wiring.
+type Pinner interface {
+	PinSeqs() []uint64
+}
+
+// Config configures a Reclaimer. Zero values take the documented defaults.
+type Config struct {
+	// Stream is the delivery stream. Required.
+	Stream jetstream.Stream
+	// Pins reports this node's connection pins. Nil means none.
+	Pins Pinner
+	// Interval is the GC interval. Zero means 5 s.
+	Interval time.Duration
+	// MinPurge is how many messages a purge must free to be worth a call;
+	// a purge that empties the stream always runs. Zero means 1.
+	MinPurge uint64
+	// OnReset is called when the stream's sequences went backwards (the
+	// stream was recreated or lost data): every pin refers to sequences that
+	// no longer mean anything, so the pin holders must be rebuilt.
+	OnReset func()
+	Logger  *slog.Logger
+	// Registerer receives the reclaim metrics; nil means none.
+	Registerer prometheus.Registerer
+}
+
+// Snapshot is the state of the last floor computation.
+type Snapshot struct {
+	At        time.Time       `json:"at"`
+	First     uint64          `json:"first_seq"`
+	Last      uint64          `json:"last_seq"`
+	Msgs      uint64          `json:"messages"`
+	Floor     uint64          `json:"floor"`
+	Consumers []ConsumerFloor `json:"consumers"`
+	Purged    uint64          `json:"purged_total"`
+}
+
+// Reclaimer purges the delivery stream below the Tetris floor on a GC interval.
+type Reclaimer struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	mu       sync.Mutex
+	last     Snapshot // guarded by mu
+	lastSeen uint64   // highest LastSeq seen; guarded by mu
+}
+
+// New returns a Reclaimer; call Run.
+func New(cfg Config) (*Reclaimer, error) {
+	if cfg.Stream == nil {
+		return nil, errors.New("reclaim: Config.Stream is required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Second
+	}
+	if cfg.MinPurge == 0 {
+		cfg.MinPurge = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Reclaimer{cfg: cfg, log: cfg.Logger.With("component", "reclaim"), metrics: m}, nil
+}
+
+// Run computes the floor and purges on every interval until ctx is done.
+func (r *Reclaimer) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := r.Collect(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("reclaim", "err", err)
+			}
+		}
+	}
+}
+
+// Last returns the most recent snapshot.
+func (r *Reclaimer) Last() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// Collect runs one GC pass: read the stream and its consumers, compute the
+// floor, purge below it when that frees at least MinPurge messages.
+func (r *Reclaimer) Collect(ctx context.Context) (Snapshot, error) {
+	info, err := r.cfg.Stream.Info(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("stream info: %w", err)
+	}
+	first, last := info.State.FirstSeq, info.State.LastSeq
+	r.detectReset(last)
+	// Pins are read before consumer floors: a message acked between the two
+	// reads can only make the floor lower (safer), never higher.
+	var pins []uint64
+	if r.cfg.Pins != nil {
+		pins = r.cfg.Pins.PinSeqs()
+	}
+	consumers, err := r.consumerFloors(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	floor := Floor(first, last, consumers, pins)
+	snap := Snapshot{At: time.Now(), First: first, Last: last, Msgs: info.State.Msgs, Floor: floor, Consumers: consumers}
+	r.metrics.floor.Set(float64(floor))
+	r.metrics.depth.Set(float64(info.State.Msgs))
+	// Never purge with 0 or 1: a purge at sequence 0 empties the whole stream.
+	if floor > 1 && floor > first && (floor-first >= r.cfg.MinPurge || floor == last+1) {
+		if err := r.cfg.Stream.Purge(ctx, jetstream.WithPurgeSequence(floor)); err != nil {
+			return snap, fmt.Errorf("purge below %d: %w", floor, err)
+		}
+		r.metrics.purged.Add(float64(floor - first))
+		snap.Purged = floor - first
+		snap.First = floor
+	}
+	r.mu.Lock()
+	snap.Purged += r.last.Purged
+	r.last = snap
+	r.mu.Unlock()
+	return snap, nil
+}
+
+// detectReset notices a stream whose sequences went backwards: JetStream
+// lost messages (lazy fsync after a power loss) or the stream was recreated.
+func (r *Reclaimer) detectReset(last uint64) {
+	r.mu.Lock()
+	reset := last < r.lastSeen
+	r.lastSeen = last
+	r.mu.Unlock()
+	if reset {
+		r.metrics.resets.Inc()
+		r.log.Warn("delivery stream sequences went backwards; rebuilding pins", "last_seq", last)
+		if r.cfg.OnReset != nil {
+			r.cfg.OnReset()
+		}
+	}
+}
+
+func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error) {
+	lister := r.cfg.Stream.ListConsumers(ctx)
+	var floors []ConsumerFloor
+	for ci := range lister.Info() {
+		floors = append(floors, ConsumerFloor{Name: ci.Name, AckFloor: ci.AckFloor.Stream})
+	}
+	if err := lister.Err(); err != nil {
+		return nil, fmt.Errorf("list consumers: %w", err)
+	}
+	return floors, nil
+}

@@ -1,0 +1,82 @@
+// Package stream owns the JetStream side of the outbox: the CHAT_OUTBOX
+// stream's configuration and the relay that moves committed outbox rows from
+// PostgreSQL into it, in order, exactly one relay per database.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of the delivery stream.
+const (
+	DefaultName       = "CHAT_OUTBOX"
+	SubjectPrefix     = "chat.out."
+	DefaultMaxAge     = 26 * time.Hour
+	DefaultDuplicates = 2 * time.Minute
+	DefaultMaxBytes   = 1 << 30
+)
+
+// Config describes the delivery stream. Zero values take the defaults.
+type Config struct {
+	// Name is the stream name. Empty means CHAT_OUTBOX.
+	Name string
+	// Replicas is 1 for the embedded server, 3 on a cluster. Zero means 1.
+	Replicas int
+	// MaxAge is a disk backstop only: reclaim purges far earlier. Zero means 26 h.
+	MaxAge time.Duration
+	// Duplicates is the Nats-Msg-Id window that drops a relay's republish
+	// after a crash between publish and delete. Zero means 2 minutes.
+	Duplicates time.Duration
+	// MaxBytes bounds the stream on disk. Publishing beyond it fails
+	// (DiscardNew), so the relay stops and the PostgreSQL outbox grows
+	// instead: back-pressure, never silent loss. Zero means 1 GiB.
+	MaxBytes int64
+}
+
+func (c *Config) setDefaults() {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.MaxAge <= 0 {
+		c.MaxAge = DefaultMaxAge
+	}
+	if c.Duplicates <= 0 {
+		c.Duplicates = DefaultDuplicates
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+}
+
+// Ensure creates the delivery stream or updates it to cfg, and returns it.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Stream, error) {
+	cfg.setDefaults()
+	sc := jetstream.StreamConfig{
+		Name:        cfg.Name,
+		Description: "chatd delivery buffer: accepted messages on their way to connected recipients",
+		Subjects:    []string{SubjectPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cfg.MaxBytes,
+		Duplicates:  cfg.Duplicates,
+		Replicas:    cfg.Replicas,
+	}
+	s, err := js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err = js.UpdateStream(ctx, sc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
