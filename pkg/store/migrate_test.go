@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestOpenMigratesFromEmpty(t *testing.T) {
+	s, dsn := mustOpen(t)
+	ctx := context.Background()
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("ready: %v", err)
+	}
+	for _, table := range []string{"chats", "members", "history", "outbox", "read_state"} {
+		if n := count(t, s, `select count(*) from pg_tables where schemaname = 'public' and tablename = $1`, table); n != 1 {
+			t.Errorf("table %s: got %d, want 1", table, n)
+		}
+	}
+	// A second Open on a migrated database applies nothing and keeps the data.
+	mustGroup(t, s, "alice")
+	s2 := mustOpenDSN(t, dsn)
+	if err := s2.Ready(ctx); err != nil {
+		t.Fatalf("ready after second open: %v", err)
+	}
+	if chats, err := s2.ListChats(ctx, "alice"); err != nil || len(chats) != 1 {
+		t.Fatalf("chats after second open: got %d (%v), want 1", len(chats), err)
+	}
+	if n := count(t, s, `select count(*) from chatd_schema_version`); n != 1 {
+		t.Fatalf("schema version rows: got %d, want 1", n)
+	}
+}
+
+func TestOpenConcurrentlyOnEmptyDatabase(t *testing.T) {
+	_, dsn := mustOpen(t)
+	// Drop the schema so that several Opens race to create it.
+	s := mustOpenDSN(t, dsn)
+	if _, err := s.Pool().Exec(context.Background(), `drop table read_state, outbox, history, members, chats, chatd_schema_version`); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
+			if err == nil {
+				err = s.Ready(context.Background())
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent open: %v", err)
+		}
+	}
+}
+
+func TestReadyFailsWhenSchemaIsBehind(t *testing.T) {
+	s, _ := mustOpen(t)
+	if _, err := s.Pool().Exec(context.Background(), `update chatd_schema_version set version = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(context.Background()); err == nil {
+		t.Fatal("ready with schema version 0: got nil, want an error")
+	}
+}
+
+func TestUniqueConstraints(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice", "bob")
+	insert := `insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at)
+		values ($1, $2, $3, $4, 'd', $5, 'b', $6)`
+	if _, err := s.Pool().Exec(ctx, insert, "M1", c.ID, 1, "alice", "k1", time.Now()); err != nil {
+		t.Fatalf("first insert: %v", err)
+	}
+	tests := []struct {
+		name           string
+		msgID          string
+		seq            int64
+		sender, cid    string
+		wantConstraint string
+	}{
+		{"same msg id", "M1", 2, "bob", "k2", "history_msg_id_key"},
+		{"same chat and seq", "M2", 1, "bob", "k2", "history_chat_seq_key"},
+		{"same sender and cid", "M3", 3, "alice", "k1", "history_sender_cid_key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Pool().Exec(ctx, insert, tt.msgID, c.ID, tt.seq, tt.sender, tt.cid, time.Now())
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+				t.Fatalf("got %v, want a unique violation", err)
+			}
+			if pgErr.ConstraintName != tt.wantConstraint {
+				t.Fatalf("got constraint %s, want %s", pgErr.ConstraintName, tt.wantConstraint)
+			}
+		})
+	}
+	// The same cid from another sender is fine.
+	if _, err := s.Pool().Exec(ctx, insert, "M4", c.ID, 2, "bob", "k1", time.Now()); err != nil {
+		t.Fatalf("same cid, other sender: %v", err)
+	}
+}
