@@ -1,0 +1,325 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+)
+
+func TestCommitBatchStoresHistoryAndOutbox(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	a := mustGroup(t, s, "alice", "bob", "carol")
+	b := mustGroup(t, s, "bob")
+	batch := []store.Send{
+		sends(a.ID, "alice", "a", 1)[0],
+		sends(b.ID, "bob", "b", 1)[0],
+		sends("nope", "alice", "n", 1)[0],
+		sends(b.ID, "alice", "f", 1)[0], // alice is not in b
+		sends(a.ID, "bob", "c", 1)[0],
+	}
+	out, err := s.CommitBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := []error{nil, nil, chatd.ErrNotFound, chatd.ErrForbidden, nil}
+	wantSeq := []int64{1, 1, 0, 0, 2}
+	for i, o := range out {
+		if !errors.Is(o.Err, wantErr[i]) || (wantErr[i] == nil && o.Err != nil) {
+			t.Errorf("outcome %d: got err %v, want %v", i, o.Err, wantErr[i])
+		}
+		if o.Message.Seq != wantSeq[i] {
+			t.Errorf("outcome %d: got seq %d, want %d", i, o.Message.Seq, wantSeq[i])
+		}
+	}
+	if !slices.Equal(out[0].Recipients, []string{"alice", "bob", "carol"}) || out[0].OutboxID == 0 {
+		t.Fatalf("outcome 0: got recipients %v outbox %d, want all members and an outbox id", out[0].Recipients, out[0].OutboxID)
+	}
+	if n := count(t, s, `select count(*) from history`); n != 3 {
+		t.Fatalf("history rows: got %d, want 3", n)
+	}
+	entries, err := s.ReadOutbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("outbox rows: got %d, want 3", len(entries))
+	}
+	e := entries[0]
+	if e.ID != out[0].OutboxID || e.Message != out[0].Message || !slices.Equal(e.Recipients, out[0].Recipients) {
+		t.Fatalf("outbox entry: got %+v, want %+v", e, out[0].Accepted)
+	}
+	if c, _ := s.Chat(ctx, a.ID); c.LastSeq != 2 {
+		t.Fatalf("last_seq: got %d, want 2", c.LastSeq)
+	}
+	if out, err := s.CommitBatch(ctx, nil); err != nil || out != nil {
+		t.Fatalf("empty batch: got %v, %v", out, err)
+	}
+}
+
+func TestCommitBatchIsIdempotentOnSenderCID(t *testing.T) {
+	s, _ := mustOpen(t)
+	c := mustGroup(t, s, "alice", "bob")
+	orig := sends(c.ID, "alice", "k", 2)
+	first := mustCommit(t, s, orig)
+
+	// A resend carries a new ULID and timestamp, as ingest assigns them anew.
+	resend := sends(c.ID, "alice", "k", 2)
+	resend[0].Body = "changed"
+	more := sends(c.ID, "bob", "k", 1) // same cid, other sender: a new message
+	// The same (from, cid) twice in one batch: the second is a duplicate of the first.
+	twice := sends(c.ID, "alice", "t", 1)[0]
+	again := twice
+	again.ID = sends(c.ID, "alice", "t", 1)[0].ID
+	out := mustCommit(t, s, append(resend, more[0], twice, again))
+
+	for i := range 2 {
+		if !out[i].Duplicate || out[i].Message != first[i].Message || out[i].OutboxID != 0 {
+			t.Errorf("resend %d: got %+v, want a duplicate of %+v", i, out[i].Accepted, first[i].Message)
+		}
+	}
+	if out[2].Duplicate || out[2].Message.Seq != 3 {
+		t.Errorf("other sender: got %+v, want new message seq 3", out[2].Accepted)
+	}
+	if out[3].Duplicate || out[3].Message.Seq != 4 {
+		t.Errorf("first of a pair: got %+v, want new message seq 4", out[3].Accepted)
+	}
+	if !out[4].Duplicate || out[4].Message != out[3].Message {
+		t.Errorf("second of a pair: got %+v, want a duplicate of %+v", out[4].Accepted, out[3].Message)
+	}
+	if n := count(t, s, `select count(*) from history`); n != 4 {
+		t.Fatalf("history rows: got %d, want 4", n)
+	}
+	if n := count(t, s, `select count(*) from outbox`); n != 4 {
+		t.Fatalf("outbox rows: got %d, want 4", n)
+	}
+}
+
+// A resend racing its original through two concurrent batches is stored
+// once: the loser hits the (sender, cid) constraint, retries, and reports the
+// winner's message as the duplicate.
+func TestCommitBatchConcurrentResend(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	x := mustGroup(t, s, "alice")
+	y := mustGroup(t, s, "alice")
+	for round := range 20 {
+		a := sends(x.ID, "alice", fmt.Sprintf("r%d", round), 8)
+		b := sends(y.ID, "alice", fmt.Sprintf("r%d", round), 8)
+		var wg sync.WaitGroup
+		var outA, outB []store.Outcome
+		var errA, errB error
+		wg.Go(func() { outA, errA = s.CommitBatch(ctx, a) })
+		wg.Go(func() { outB, errB = s.CommitBatch(ctx, b) })
+		wg.Wait()
+		if errA != nil || errB != nil {
+			t.Fatalf("round %d: %v / %v", round, errA, errB)
+		}
+		for i := range a {
+			if outA[i].Message != outB[i].Message || outA[i].Duplicate == outB[i].Duplicate {
+				t.Fatalf("round %d send %d: got %+v and %+v, want one original and one duplicate of it",
+					round, i, outA[i].Accepted, outB[i].Accepted)
+			}
+		}
+	}
+	if n := count(t, s, `select count(*) from history`); n != 20*8 {
+		t.Fatalf("history rows: got %d, want %d", n, 20*8)
+	}
+}
+
+// Invariant 5: 8 concurrent committers into one chat get seqs exactly 1..N,
+// each committer sees its own seqs rise, and a reader paging by after_seq
+// while they write never sees a gap (seq order is commit order).
+func TestSeqIsGaplessInCommitOrder(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7")
+	const writers, batches, size = 8, 25, 20
+	const total = writers * batches * size
+
+	readerDone := make(chan error, 1)
+	writing := make(chan struct{})
+	go func() { readerDone <- pageWhileWriting(ctx, s, c.ID, writing, total) }()
+
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			from := fmt.Sprintf("w%d", w)
+			var last int64
+			for b := range batches {
+				out, err := s.CommitBatch(ctx, sends(c.ID, from, fmt.Sprintf("b%d", b), size))
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				for _, o := range out {
+					if o.Err != nil || o.Message.Seq <= last {
+						t.Errorf("writer %d: got seq %d (err %v) after %d, want a higher one", w, o.Message.Seq, o.Err, last)
+						return
+					}
+					last = o.Message.Seq
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(writing)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	var minSeq, maxSeq, n int64
+	if err := s.Pool().QueryRow(ctx, `select min(seq), max(seq), count(distinct seq) from history where chat_id = $1`, c.ID).
+		Scan(&minSeq, &maxSeq, &n); err != nil {
+		t.Fatal(err)
+	}
+	if minSeq != 1 || maxSeq != total || n != total {
+		t.Fatalf("seqs: got min %d max %d distinct %d, want 1..%d", minSeq, maxSeq, n, total)
+	}
+	// The outbox, read in id order, carries the chat in seq order too.
+	entries, err := s.ReadOutbox(ctx, store.MaxOutboxLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if e.Message.Seq != int64(i+1) {
+			t.Fatalf("outbox entry %d: got seq %d, want %d", i, e.Message.Seq, i+1)
+		}
+	}
+}
+
+// pageWhileWriting pages the chat by after_seq until it has read want
+// messages after writing closed, and fails on any gap or repeat.
+func pageWhileWriting(ctx context.Context, s *store.Store, chat string, writing <-chan struct{}, want int64) error {
+	var cursor int64
+	for {
+		done := false
+		select {
+		case <-writing:
+			done = true
+		default:
+		}
+		msgs, _, err := s.History(ctx, chat, store.HistoryQuery{AfterSeq: cursor, Limit: 50})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Seq != cursor+1 {
+				return fmt.Errorf("reader at seq %d got seq %d: a gap", cursor, m.Seq)
+			}
+			cursor = m.Seq
+		}
+		if done && len(msgs) == 0 {
+			if cursor != want {
+				return fmt.Errorf("reader ended at seq %d, want %d", cursor, want)
+			}
+			return nil
+		}
+	}
+}
+
+// blockChatUpdates installs a trigger that makes the batch's last_seq update
+// wait on advisory lock 4242 — after its history and outbox inserts — and
+// holds that lock on another connection until release is called.
+func blockChatUpdates(t *testing.T, s *store.Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Pool().Exec(ctx, `
+		create function block_chats() returns trigger language plpgsql as
+			$$ begin perform pg_advisory_xact_lock(4242); return new; end $$;
+		create trigger block_chats before update on chats for each row execute function block_chats();`); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `select pg_advisory_lock(4242)`); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			holder.Exec(ctx, `select pg_advisory_unlock(4242)`) //nolint:errcheck
+			holder.Release()
+			if _, err := s.Pool().Exec(ctx, `drop trigger block_chats on chats`); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// waitForBlockedBatch returns the backend pid of the batch waiting in the trigger.
+func waitForBlockedBatch(t *testing.T, s *store.Store) int32 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var pid int32
+		err := s.Pool().QueryRow(context.Background(), `select pid from pg_stat_activity
+			where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'advisory'`).Scan(&pid)
+		if err == nil {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no batch blocked in the trigger")
+	return 0
+}
+
+// Invariant 1: a batch whose transaction dies after its history and outbox
+// inserts leaves neither, and the chat's seqs stay gapless afterwards.
+func TestFailedBatchLeavesNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		kill func(t *testing.T, s *store.Store, pid int32, cancel context.CancelFunc)
+	}{
+		{"backend terminated", func(t *testing.T, s *store.Store, pid int32, _ context.CancelFunc) {
+			var ok bool
+			if err := s.Pool().QueryRow(context.Background(), `select pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("terminate backend %d: %v %v", pid, ok, err)
+			}
+		}},
+		{"context canceled", func(_ *testing.T, _ *store.Store, _ int32, cancel context.CancelFunc) { cancel() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := mustOpen(t)
+			c := mustGroup(t, s, "alice", "bob")
+			release := blockChatUpdates(t, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			batch := sends(c.ID, "alice", "k", 36)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := s.CommitBatch(ctx, batch)
+				errc <- err
+			}()
+			pid := waitForBlockedBatch(t, s)
+			// The batch has inserted its rows; kill it before it commits.
+			tt.kill(t, s, pid, cancel)
+			if err := <-errc; err == nil {
+				t.Fatal("commit batch: got nil, want an error")
+			}
+			release()
+			if n := count(t, s, `select count(*) from history`); n != 0 {
+				t.Fatalf("history rows: got %d, want 0", n)
+			}
+			if n := count(t, s, `select count(*) from outbox`); n != 0 {
+				t.Fatalf("outbox rows: got %d, want 0", n)
+			}
+			// The resend is stored in full, from seq 1.
+			out := mustCommit(t, s, batch)
+			if out[0].Duplicate || out[0].Message.Seq != 1 || out[35].Message.Seq != 36 {
+				t.Fatalf("resend: got seqs %d..%d (dup %v), want 1..36", out[0].Message.Seq, out[35].Message.Seq, out[0].Duplicate)
+			}
+		})
+	}
+}
