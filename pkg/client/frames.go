@@ -63,9 +63,3 @@ type readFrame struct {
 }
 
 var pingFrame = json.RawMessage(`{"type":"ping"}`)
-
-// historyPage is the body of GET /api/chats/{id}/messages.
-type historyPage struct {
-	Messages []chatd.Message `json:"messages"`
-	Next     *string         `json:"next"`
-}

@@ -36,8 +36,10 @@ type Stats struct {
 	Accepted   int64
 	// Rejects counts `rejected` answers by code.
 	Rejects map[string]int64
-	// Connects counts sessions that reached `hello`.
-	Connects int64
+	// Connects counts sessions that reached `hello`; DialFailures the
+	// attempts that did not (refused, timed out, no hello).
+	Connects     int64
+	DialFailures int64
 	// Disconnects counts ended sessions and failed dials by close code
 	// (0: the connection failed without a close frame).
 	Disconnects map[int]int64
@@ -52,7 +54,7 @@ type counters struct {
 	historyPages, historyDups, skipped            atomic.Int64
 	ackFrames, ackedIDs                           atomic.Int64
 	sendFrames, resends, accepted                 atomic.Int64
-	connects                                      atomic.Int64
+	connects, dialFailures                        atomic.Int64
 
 	mu          sync.Mutex
 	rejects     map[string]int64
@@ -102,6 +104,7 @@ func (c *counters) snapshot() Stats {
 		Resends:           c.resends.Load(),
 		Accepted:          c.accepted.Load(),
 		Connects:          c.connects.Load(),
+		DialFailures:      c.dialFailures.Load(),
 	}
 	c.mu.Lock()
 	s.Rejects = maps.Clone(c.rejects)

@@ -37,17 +37,15 @@ func newTracker(maxHeld int) *tracker {
 }
 
 // track starts tracking chat with every seq up to after treated as handed
-// out. For a chat already tracked it only moves the resume point forward,
-// and what that releases is returned.
-func (t *tracker) track(chat string, after int64) []entry {
+// out. It reports false, changing nothing, when chat is already tracked.
+func (t *tracker) track(chat string, after int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cs, ok := t.chats[chat]
-	if !ok {
-		t.chats[chat] = &chatState{contig: max(after, 0), held: make(map[int64]entry)}
-		return nil
+	if _, ok := t.chats[chat]; ok {
+		return false
 	}
-	return cs.skipToLocked(after)
+	t.chats[chat] = &chatState{contig: max(after, 0), held: make(map[int64]entry)}
+	return true
 }
 
 // untrack forgets chat: it is no longer synced and its held frames are dropped.

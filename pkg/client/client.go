@@ -1,0 +1,172 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chatd/chatd"
+)
+
+// Client is a chatd connection that keeps the client's side of the wire
+// contract. Create it with New, consume Events, and call Run once; Run
+// connects, resyncs, and reconnects until its context ends or Close is
+// called. Safe for concurrent use.
+type Client struct {
+	cfg      Config
+	log      *slog.Logger
+	restBase string
+	wsURL    string
+	backoff  backoff
+	tracker  *tracker
+	stats    *counters
+	events   chan Event
+
+	started atomic.Bool
+	closeMu sync.Once
+	closed  chan struct{} // closed by Close
+	runDone chan struct{} // closed when Run returns
+
+	// deliverMu serialises tracker.add with the hand-off of what it makes
+	// ready, so that two producers (the reader and the history syncer) can
+	// never interleave one chat's messages out of seq order.
+	deliverMu sync.Mutex
+
+	// mu guards the current session and the channel that announces the next.
+	mu      sync.Mutex
+	sess    *session      // nil while disconnected
+	sessUp  chan struct{} // closed when a session reaches hello
+	pending map[string]*pending
+}
+
+// New checks cfg and returns a Client; it does not connect (Run does).
+func New(cfg Config) (*Client, error) {
+	restBase, wsURL, err := endpoints(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Token == "" && cfg.TokenFunc == nil {
+		return nil, fmt.Errorf("config: Token or TokenFunc is required")
+	}
+	cfg.setDefaults()
+	c := &Client{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		restBase: restBase,
+		wsURL:    wsURL,
+		backoff:  backoff{min: cfg.BackoffMin, max: cfg.BackoffMax},
+		tracker:  newTracker(cfg.MaxHeld),
+		stats:    newCounters(),
+		events:   make(chan Event, cfg.EventBuffer),
+		closed:   make(chan struct{}),
+		runDone:  make(chan struct{}),
+		sessUp:   make(chan struct{}),
+		pending:  make(map[string]*pending),
+	}
+	for _, chat := range cfg.Chats {
+		c.tracker.track(chat, 0)
+	}
+	return c, nil
+}
+
+// Events returns the event stream: per chat, every message exactly once in
+// seq order, plus connection states and read receipts. Run closes it when it
+// returns. The channel holds Config.EventBuffer events; when it is full the
+// client stops reading from the connection until there is room
+// (backpressure): acks then stop too, and a consumer that stalls long enough
+// is closed by the server (4000/4001) and resynced from history after the
+// reconnect. Nothing is lost, but keep up with the stream.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Stats returns a snapshot of the counters.
+func (c *Client) Stats() Stats {
+	s := c.stats.snapshot()
+	s.Held = int64(c.tracker.heldCount())
+	return s
+}
+
+// Track starts tracking chat from seq 0; see TrackFrom.
+func (c *Client) Track(chat string) { c.TrackFrom(chat, 0) }
+
+// TrackFrom tracks chat as if every seq up to afterSeq had been handed out
+// (e.g. a resume point the application persisted), and syncs it from there
+// at once when connected. A chat already tracked keeps its resume point:
+// moving it would hand out or skip messages behind the application's back.
+func (c *Client) TrackFrom(chat string, afterSeq int64) {
+	if !c.tracker.track(chat, afterSeq) {
+		return
+	}
+	if s := c.session(); s != nil {
+		s.syncer.request(chat, 0)
+	}
+}
+
+// Untrack stops syncing chat and drops what is held for it. A later `msg`
+// frame of the chat tracks it again from seq 0.
+func (c *Client) Untrack(chat string) { c.tracker.untrack(chat) }
+
+// Tracked returns the tracked chats, sorted.
+func (c *Client) Tracked() []string { return c.tracker.list() }
+
+// Position returns chat's highest contiguous seq handed out (the resume
+// point to persist), and whether chat is tracked.
+func (c *Client) Position(chat string) (int64, bool) { return c.tracker.contiguous(chat) }
+
+// Close stops Run (which closes the connection cleanly) and waits for it to
+// return; pending sends return chatd.ErrClosed. It is safe to call more than
+// once, and before Run.
+func (c *Client) Close() error {
+	c.closeMu.Do(func() { close(c.closed) })
+	if c.started.Load() {
+		<-c.runDone
+	}
+	return nil
+}
+
+// deliver offers msgs to the tracker and hands what becomes ready to the
+// application in order. It reports how many were duplicates. It returns
+// early, dropping the rest, only when ctx ends (Run is stopping).
+func (c *Client) deliver(ctx context.Context, msgs []chatd.Message, via Via) (dups int) {
+	c.deliverMu.Lock()
+	defer c.deliverMu.Unlock()
+	for _, m := range msgs {
+		ready, dup := c.tracker.add(m, via)
+		if dup {
+			dups++
+		}
+		if !c.handOut(ctx, ready) {
+			return dups
+		}
+	}
+	return dups
+}
+
+// handOut pushes ready messages to Events; deliverMu must be held.
+func (c *Client) handOut(ctx context.Context, ready []entry) bool {
+	for _, e := range ready {
+		if !c.emit(ctx, Event{Kind: EventMessage, Message: e.msg, Via: e.via}) {
+			return false
+		}
+		c.stats.delivered(e.via)
+	}
+	return true
+}
+
+// emit blocks until ev is queued or ctx ends.
+func (c *Client) emit(ctx context.Context, ev Event) bool {
+	select {
+	case c.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// session returns the live session, or nil.
+func (c *Client) session() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}

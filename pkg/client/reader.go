@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"github.com/chatd/chatd"
+)
+
+// readLoop reads frames until the connection ends and returns why, as a
+// *CloseError. Every frame, pongs included, extends the read deadline.
+func (s *session) readLoop(ctx context.Context) error {
+	for {
+		if ctx.Err() == nil {
+			// After a clean shutdown began, the deadline set there stands.
+			if err := s.conn.SetReadDeadline(time.Now().Add(s.readTimeout())); err != nil {
+				return closeError(err)
+			}
+		}
+		_, data, err := s.conn.ReadMessage()
+		if err != nil {
+			return closeError(err)
+		}
+		var f inFrame
+		if err := unmarshalFrame(data, &f); err != nil {
+			s.c.log.Warn("ignoring undecodable frame", "err", err)
+			continue
+		}
+		s.handle(ctx, &f)
+	}
+}
+
+func (s *session) handle(ctx context.Context, f *inFrame) {
+	switch f.Type {
+	case "msg":
+		s.onMsg(ctx, f)
+	case "accepted":
+		s.onAccepted(ctx, f)
+	case "rejected":
+		s.onRejected(f)
+	case "receipt":
+		s.c.emit(ctx, Event{Kind: EventReceipt, Receipt: Receipt{Chat: f.Chat, User: f.User, Upto: f.Upto}})
+	case "pong", "hello":
+	default:
+		// Newer servers may add frames; ignoring them keeps old clients working.
+		s.c.log.Debug("ignoring unknown frame", "type", f.Type)
+	}
+}
+
+// onMsg acks the frame (duplicates too: the server counts the ack, not the
+// message) and merges it by seq. A frame held behind a gap schedules a
+// history fetch of the gap unless it is filled live within GapWait.
+func (s *session) onMsg(ctx context.Context, f *inFrame) {
+	c := s.c
+	c.stats.msgFrames.Add(1)
+	if f.ID != "" {
+		s.acker.add(f.ID)
+	}
+	if c.deliver(ctx, []chatd.Message{f.message()}, ViaLive) > 0 {
+		c.stats.dupFrames.Add(1)
+	}
+	if c.tracker.hasGap(f.Chat) {
+		s.syncer.request(f.Chat, c.cfg.GapWait)
+	}
+}
+
+// onAccepted answers the waiting send and, since the server does not deliver
+// a message to the device that sent it, merges the message itself so the
+// chat's seq stays contiguous.
+func (s *session) onAccepted(ctx context.Context, f *inFrame) {
+	c := s.c
+	c.stats.accepted.Add(1)
+	s.release(f.CID)
+	p := c.answer(f.CID, sendResult{acc: Accepted{CID: f.CID, ID: f.ID, Seq: f.Seq, TS: f.TS}})
+	if p == nil {
+		return // its Send gave up; a gap fetch will bring the message back
+	}
+	c.deliver(ctx, []chatd.Message{s.ownMessage(f, p)}, ViaSelf)
+	if c.tracker.hasGap(p.chat) {
+		s.syncer.request(p.chat, c.cfg.GapWait)
+	}
+}
+
+func (s *session) onRejected(f *inFrame) {
+	c := s.c
+	c.stats.reject(f.Code)
+	if f.CID == "" {
+		c.log.Warn("send rejected without cid", "code", f.Code, "error", f.Error)
+		return
+	}
+	s.release(f.CID)
+	c.answer(f.CID, sendResult{err: &RejectedError{CID: f.CID, Code: f.Code, Message: f.Error}})
+}
