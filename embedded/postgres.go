@@ -135,11 +135,16 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Parents we create are 0755 so the server user can pass through them.
+	// Check before creating anything, and again after: parents we create
+	// are 0755 so the server user can pass through them, unless a strict
+	// umask narrowed them.
+	if err := as.checkTraversable(dataDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dataDir), 0o755); err != nil {
 		return nil, fmt.Errorf("cluster dir: %w", err)
 	}
-	if err := as.checkTraversable(filepath.Dir(dataDir)); err != nil {
+	if err := as.checkTraversable(dataDir); err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
@@ -280,6 +285,7 @@ func (p *Postgres) stopLocked(ctx context.Context) error {
 		return nil
 	}
 	p.sup = nil
+	defer p.removeFallbackSocketDir()
 	sup.stop(syscall.SIGINT)
 	select {
 	case <-sup.done:
@@ -296,6 +302,14 @@ func (p *Postgres) stopLocked(ctx context.Context) error {
 	}
 	p.log.Warn("postgres stopped forcibly", "dir", p.dataDir, "err", ctx.Err())
 	return ctx.Err()
+}
+
+// removeFallbackSocketDir removes a socket dir under /tmp once the server
+// has gone (startLocked makes it again); one inside the cluster stays.
+func (p *Postgres) removeFallbackSocketDir() {
+	if filepath.Dir(p.sockDir) != p.dataDir {
+		_ = os.Remove(p.sockDir) // best effort: a crashed server may leave its lock file
+	}
 }
 
 // freePort asks the kernel for a free loopback port.

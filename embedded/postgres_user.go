@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -52,23 +53,26 @@ func lookupRunAs() (runAs, error) {
 	}, nil
 }
 
-// checkTraversable fails unless the server user can reach dir: PostgreSQL
-// needs search (x) permission on every directory above its cluster. We do
-// not chmod the user's directories ourselves (that could expose a home
-// directory); the error names the directory and the fix instead. ACLs are
-// not consulted, so a directory opened up only by an ACL is reported too.
-func (r runAs) checkTraversable(dir string) error {
+// checkTraversable fails unless the server user can reach dataDir:
+// PostgreSQL needs search (x) permission on every directory above its
+// cluster. Ancestors that do not exist yet are skipped (they are created
+// 0755). We do not chmod the user's directories ourselves (that could
+// expose a home directory); the error names the directory and the fix
+// instead. ACLs are not consulted, so a directory opened up only by an ACL
+// is reported too.
+func (r runAs) checkTraversable(dataDir string) error {
 	if r.cred == nil {
 		return nil
 	}
-	for d := dir; ; d = filepath.Dir(d) {
+	for d := filepath.Dir(dataDir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			return fmt.Errorf("check %s: %w", d, err)
-		}
-		if !r.canSearch(fi) {
+		case !r.canSearch(fi):
 			return fmt.Errorf("PostgreSQL runs as user %q (chatd runs as root) and cannot reach %s because %s is not searchable by that user (mode %s); fix: chmod o+x %s, or put the data directory elsewhere (e.g. /var/lib/chatd)",
-				r.name, dir, d, fi.Mode().Perm(), d)
+				r.name, dataDir, d, fi.Mode().Perm(), d)
 		}
 		if d == filepath.Dir(d) {
 			return nil
