@@ -1,0 +1,123 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+)
+
+// mustFill commits n messages into chat in batches of 256 and returns them.
+func mustFill(t testing.TB, s *store.Store, chat, from string, n int) []chatd.Message {
+	t.Helper()
+	var msgs []chatd.Message
+	for b := 0; len(msgs) < n; b++ {
+		for _, o := range mustCommit(t, s, sends(chat, from, fmt.Sprintf("%s-fill%d", chat, b), min(256, n-len(msgs)))) {
+			msgs = append(msgs, o.Message)
+		}
+	}
+	return msgs
+}
+
+func TestHistoryPaging(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice")
+	other := mustGroup(t, s, "alice")
+	const total = 3000
+	want := mustFill(t, s, c.ID, "alice", total)
+	otherMsgs := mustFill(t, s, other.ID, "alice", 3)
+
+	tests := []struct {
+		name  string
+		first store.HistoryQuery
+		next  func(last chatd.Message) store.HistoryQuery
+	}{
+		{"since id", store.HistoryQuery{Limit: 100}, func(m chatd.Message) store.HistoryQuery {
+			return store.HistoryQuery{SinceID: m.ID, Limit: 100}
+		}},
+		{"after seq", store.HistoryQuery{Limit: 7}, func(m chatd.Message) store.HistoryQuery {
+			return store.HistoryQuery{AfterSeq: m.Seq, Limit: 7}
+		}},
+		{"unknown since id starts at the oldest", store.HistoryQuery{SinceID: "01UNKNOWN", AfterSeq: 500, Limit: 999}, func(m chatd.Message) store.HistoryQuery {
+			return store.HistoryQuery{SinceID: m.ID, Limit: 999}
+		}},
+		{"another chat's id starts at the oldest", store.HistoryQuery{SinceID: otherMsgs[2].ID, Limit: 1000}, func(m chatd.Message) store.HistoryQuery {
+			return store.HistoryQuery{SinceID: m.ID, Limit: 1000}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []chatd.Message
+			q := tt.first
+			for pages := 0; ; pages++ {
+				if pages > total {
+					t.Fatal("paging does not end")
+				}
+				page, more, err := s.History(ctx, c.ID, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, page...)
+				if !more {
+					break
+				}
+				q = tt.next(page[len(page)-1])
+			}
+			if len(got) != total {
+				t.Fatalf("got %d messages, want %d", len(got), total)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("message %d: got %+v, want %+v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+
+	t.Run("limits", func(t *testing.T) {
+		for _, tt := range []struct{ limit, want int }{{0, 100}, {-5, 100}, {1, 1}, {1000, 1000}, {5000, 1000}} {
+			page, more, err := s.History(ctx, c.ID, store.HistoryQuery{Limit: tt.limit})
+			if err != nil || len(page) != tt.want || !more {
+				t.Errorf("limit %d: got %d (more %v, %v), want %d and more", tt.limit, len(page), more, err, tt.want)
+			}
+		}
+		page, more, err := s.History(ctx, c.ID, store.HistoryQuery{AfterSeq: total})
+		if err != nil || len(page) != 0 || more {
+			t.Errorf("past the end: got %d (more %v, %v), want 0 and no more", len(page), more, err)
+		}
+		if _, _, err := s.History(ctx, c.ID, store.HistoryQuery{AfterSeq: -1}); !errors.Is(err, chatd.ErrInvalid) {
+			t.Errorf("negative after_seq: got %v, want ErrInvalid", err)
+		}
+	})
+}
+
+// Paging a chat walks the unique (chat_id, seq) index rather than scanning
+// or sorting history.
+func TestHistoryPagingUsesChatSeqIndex(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	a := mustGroup(t, s, "alice")
+	b := mustGroup(t, s, "alice")
+	mustFill(t, s, a.ID, "alice", 2000)
+	mustFill(t, s, b.ID, "alice", 2000)
+	if _, err := s.Pool().Exec(ctx, `analyze history`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []map[string]any
+	if err := s.Pool().QueryRow(ctx, `explain (format json)
+		select msg_id from history
+		where chat_id = $1 and seq > coalesce((select seq from history where msg_id = $2 and chat_id = $1), $3)
+		order by seq limit $4`, a.ID, "", 100, 101).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := json.Marshal(plan)
+	if !strings.Contains(string(text), `"Index Name":"history_chat_seq_key"`) || strings.Contains(string(text), `"Node Type":"Sort"`) {
+		t.Fatalf("plan does not page by the (chat_id, seq) index: %s", text)
+	}
+}
