@@ -105,29 +105,30 @@ func (r *Reclaimer) Last() Snapshot {
 	return r.last
 }
 
+// Inspect computes the floor without purging: the admin view.
+func (r *Reclaimer) Inspect(ctx context.Context) (Snapshot, error) {
+	snap, err := r.compute(ctx)
+	if err != nil {
+		return snap, err
+	}
+	r.mu.Lock()
+	snap.Purged = r.last.Purged
+	r.mu.Unlock()
+	return snap, nil
+}
+
 // Collect runs one GC pass: read the stream and its consumers, compute the
 // floor, purge below it when that frees at least MinPurge messages.
 func (r *Reclaimer) Collect(ctx context.Context) (Snapshot, error) {
-	info, err := r.cfg.Stream.Info(ctx)
+	snap, err := r.compute(ctx)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("stream info: %w", err)
+		return snap, err
 	}
-	first, last := info.State.FirstSeq, info.State.LastSeq
-	r.detectReset(last)
-	// Pins are read before consumer floors: a message acked between the two
-	// reads can only make the floor lower (safer), never higher.
-	var pins []uint64
-	if r.cfg.Pins != nil {
-		pins = r.cfg.Pins.PinSeqs()
+	if r.detectReset(snap.Last) {
+		// The pins just read refer to the old sequences: purge next pass.
+		return snap, nil
 	}
-	consumers, err := r.consumerFloors(ctx)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	floor := Floor(first, last, consumers, pins)
-	snap := Snapshot{At: time.Now(), First: first, Last: last, Msgs: info.State.Msgs, Floor: floor, Consumers: consumers}
-	r.metrics.floor.Set(float64(floor))
-	r.metrics.depth.Set(float64(info.State.Msgs))
+	floor, first, last := snap.Floor, snap.First, snap.Last
 	// Never purge with 0 or 1: a purge at sequence 0 empties the whole stream.
 	if floor > 1 && floor > first && (floor-first >= r.cfg.MinPurge || floor == last+1) {
 		if err := r.cfg.Stream.Purge(ctx, jetstream.WithPurgeSequence(floor)); err != nil {
@@ -144,9 +145,32 @@ func (r *Reclaimer) Collect(ctx context.Context) (Snapshot, error) {
 	return snap, nil
 }
 
+// compute reads the stream, the pins and the consumers and derives the floor.
+func (r *Reclaimer) compute(ctx context.Context) (Snapshot, error) {
+	info, err := r.cfg.Stream.Info(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("stream info: %w", err)
+	}
+	first, last := info.State.FirstSeq, info.State.LastSeq
+	// Pins are read before consumer floors: a message acked between the two
+	// reads can only make the floor lower (safer), never higher.
+	var pins []uint64
+	if r.cfg.Pins != nil {
+		pins = r.cfg.Pins.PinSeqs()
+	}
+	consumers, err := r.consumerFloors(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	floor := Floor(first, last, consumers, pins)
+	r.metrics.floor.Set(float64(floor))
+	r.metrics.depth.Set(float64(info.State.Msgs))
+	return Snapshot{At: time.Now(), First: first, Last: last, Msgs: info.State.Msgs, Floor: floor, Consumers: consumers}, nil
+}
+
 // detectReset notices a stream whose sequences went backwards: JetStream
 // lost messages (lazy fsync after a power loss) or the stream was recreated.
-func (r *Reclaimer) detectReset(last uint64) {
+func (r *Reclaimer) detectReset(last uint64) bool {
 	r.mu.Lock()
 	reset := last < r.lastSeen
 	r.lastSeen = last
@@ -158,6 +182,7 @@ func (r *Reclaimer) detectReset(last uint64) {
 			r.cfg.OnReset()
 		}
 	}
+	return reset
 }
 
 func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error) {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"log/slog"
+
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// settings are the parsed flags: the node's Config plus process-level options.
+type settings struct {
+	node     node.Config
+	logLevel string
+	logJSON  bool
+}
+
+// registerFlags declares every flag of `chatd` and `chatd token`; both read
+// the same settings so a token is signed with the secret the server uses.
+func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
+	f := &envFlags{fs: fs}
+	c := &s.node
+	f.String(&c.Listen, "listen", "CHATD_LISTEN", "127.0.0.1:8080", "HTTP and WebSocket address")
+	f.String(&c.DataDir, "data-dir", "CHATD_DATA_DIR", "./data", "directory for the embedded PostgreSQL, JetStream store, generated secret and node id")
+	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir")
+	f.String(&c.NATSURL, "nats-url", "CHATD_NATS_URL", "", "external NATS URL(s); empty runs NATS in-process")
+	f.String(&c.NATSListen, "nats-listen", "CHATD_NATS_LISTEN", "", "open a TCP listener on the embedded NATS (e.g. 127.0.0.1:4222) so the nats CLI can inspect it")
+	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret; empty in embedded mode generates one in the data dir")
+	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
+	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
+	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
+
+	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "inbound queue; beyond it a send is rejected overloaded")
+	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 36, "messages per group-commit transaction")
+	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 5_000_000, "how long a batch waits to fill")
+	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, "concurrent group-commit transactions")
+	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, "largest message body")
+
+	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10_000_000_000, "delivery lease (AckWait): keep far above p99.9 delivery-to-ack latency")
+	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, "delivery attempts before a non-acking client is abandoned (close 4000)")
+	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", 20, "un-acked messages per connection before it is closed overloaded (4001)")
+	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, "spare a just-connected client from the attempts reaper for this long")
+
+	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "sends per second per connection (token bucket rate)")
+	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, "token bucket burst per connection")
+	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, "sends a connection may have awaiting accepted")
+	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", 10_000_000_000, "server WebSocket ping interval")
+	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", 30_000_000_000, "close a silent connection (4002) after this long")
+
+	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", 1, "replicas of the delivery stream (3 on a NATS cluster)")
+	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", 1<<30, "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog")
+	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
+	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
+
+	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
+	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON instead of text")
+	return f
+}
+
+func newLogger(s *settings) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if s.logJSON {
+		return slog.New(slog.NewJSONHandler(stderr(), opts))
+	}
+	return slog.New(slog.NewTextHandler(stderr(), opts))
+}

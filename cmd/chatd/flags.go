@@ -1,0 +1,93 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envFlags registers flags whose defaults come from environment variables,
+// so every setting is a flag with an env fallback and `--help` shows both.
+// An env value that does not parse is an error, not a silent default.
+type envFlags struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+func (e *envFlags) env(name string) (string, bool) {
+	v, ok := os.LookupEnv(name)
+	return v, ok && v != ""
+}
+
+func (e *envFlags) usage(usage, env string) string {
+	return fmt.Sprintf("%s (env %s)", usage, env)
+}
+
+func (e *envFlags) String(p *string, name, env, def, usage string) {
+	if v, ok := e.env(env); ok {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
+	if v, ok := e.env(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	e.fs.IntVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
+	if v, ok := e.env(env); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	e.fs.Int64Var(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := e.env(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration like 10s", env, v))
+		} else {
+			def = d
+		}
+	}
+	e.fs.DurationVar(p, name, def, e.usage(usage, env))
+}
+
+// List registers a comma-separated list flag.
+func (e *envFlags) List(p *[]string, name, env, usage string) {
+	def := ""
+	if v, ok := e.env(env); ok {
+		def = v
+	}
+	*p = splitList(def)
+	e.fs.Func(name, e.usage(usage+" (comma-separated)", env), func(s string) error {
+		*p = splitList(s)
+		return nil
+	})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

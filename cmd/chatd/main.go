@@ -1,0 +1,106 @@
+// Command chatd is the chat backend: `chatd` serves; `chatd token USER`
+// prints a token signed with the configured secret. Every setting is a flag
+// with an environment fallback; see `chatd --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/node"
+)
+
+func stderr() io.Writer { return os.Stderr }
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "chatd:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runToken(args[1:])
+	}
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  chatd [flags]                 serve\n  chatd token USER [--device D] [--ttl 24h] [flags]   print a token\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	f := registerFlags(fs, &s)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := errors.Join(f.errs...); err != nil {
+		return err
+	}
+	log := newLogger(&s)
+	s.node.Logger = log
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	n, err := node.Start(ctx, s.node)
+	if err != nil {
+		return err
+	}
+	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(),
+		"token", "chatd token USER --data-dir "+s.node.DataDir)
+	go func() {
+		<-ctx.Done()
+		// After the first signal the default action returns: a second
+		// SIGINT or SIGTERM aborts a shutdown that hangs.
+		stop()
+	}()
+	return n.Run(ctx)
+}
+
+// runToken prints a token for USER signed with the secret chatd would use.
+func runToken(args []string) error {
+	var s settings
+	var device string
+	var ttl time.Duration
+	fs := flag.NewFlagSet("chatd token", flag.ContinueOnError)
+	f := registerFlags(fs, &s)
+	fs.StringVar(&device, "device", chatd.DefaultDevice, "device id (the token's dev claim)")
+	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime")
+	user, rest := "", args
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		user, rest = args[0], args[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	if user == "" && fs.NArg() > 0 {
+		user = fs.Arg(0)
+	}
+	if err := errors.Join(f.errs...); err != nil {
+		return err
+	}
+	if !chatd.ValidUserID(user) {
+		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)
+	}
+	secret, err := node.JWTSecret(s.node)
+	if err != nil {
+		return err
+	}
+	tok, err := api.IssueToken(secret, user, device, ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Println(tok)
+	return nil
+}

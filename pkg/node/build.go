@@ -1,0 +1,114 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
+)
+
+// build wires the components. Dependencies point one way: api sees ingest,
+// push and the store through its own small interfaces; ingest knows nothing
+// of push or the relay, only the OnCommit hook set here.
+func (n *Node) build(ctx context.Context, secret []byte) error {
+	cfg := n.cfg
+	str, err := stream.Ensure(ctx, n.js, stream.Config{Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes})
+	if err != nil {
+		return err
+	}
+	n.Push, err = push.New(push.Config{
+		NodeID: n.nodeID, JS: n.js, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
+		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Logger: n.log, Registerer: n.reg,
+	})
+	if err != nil {
+		return err
+	}
+	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, Logger: n.log, Registerer: n.reg})
+	if err != nil {
+		return err
+	}
+	n.Ingest, err = ingest.New(ingest.Config{
+		Store: n.Store, QueueSize: cfg.QueueSize, BatchSize: cfg.BatchSize, BatchDelay: cfg.BatchDelay,
+		Workers: cfg.Workers, MaxBodyBytes: cfg.MaxBodyBytes, OnCommit: n.onCommit,
+		Logger: n.log, Registerer: n.reg,
+	})
+	if err != nil {
+		return err
+	}
+	n.Reclaim, err = reclaim.New(reclaim.Config{
+		Stream: str, Pins: n.Push, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
+		Logger: n.log, Registerer: n.reg,
+	})
+	if err != nil {
+		return err
+	}
+	n.API, err = api.New(api.Config{
+		JWTSecret:      secret,
+		AllowedOrigins: cfg.AllowedOrigins,
+		AdminUsers:     cfg.AdminUsers,
+		Limits: api.Limits{
+			Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts, MaxPending: cfg.MaxPending,
+			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,
+			Credits: cfg.Credits, PingInterval: cfg.PingInterval, IdleTimeout: cfg.IdleTimeout,
+		},
+		Chats: n.Store, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
+		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
+	})
+	return err
+}
+
+// onCommit runs after each committed batch, after its senders were answered:
+// the fast path to local recipients, then the relay's wake-up.
+func (n *Node) onCommit(batch []store.Accepted) {
+	for i := range batch {
+		n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
+	}
+	n.Relay.Wake()
+}
+
+// ready reports whether PostgreSQL (with migrations applied) and NATS answer.
+func (n *Node) ready(ctx context.Context) error {
+	if err := n.Store.Ready(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if !n.nc.IsConnected() {
+		return errors.New("nats: not connected")
+	}
+	if _, err := n.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	return nil
+}
+
+// OutboxView is the admin view of the delivery buffer.
+type OutboxView struct {
+	PostgresDepth     int64            `json:"postgres_outbox_depth"`
+	PostgresOldestAge float64          `json:"postgres_outbox_oldest_age_seconds"`
+	Stream            reclaim.Snapshot `json:"stream"`
+	Pins              []push.Pin       `json:"pins"`
+	Connections       int              `json:"connections"`
+}
+
+// outboxView gathers the admin view: both buffers, the floor and who pins it.
+func (n *Node) outboxView(ctx context.Context) (any, error) {
+	st, err := n.Store.OutboxStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := n.Reclaim.Inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := OutboxView{PostgresDepth: st.Depth, Stream: snap, Pins: n.Push.Pins(), Connections: n.Push.Connections()}
+	if !st.Oldest.IsZero() {
+		v.PostgresOldestAge = time.Since(st.Oldest).Seconds()
+	}
+	return v, nil
+}

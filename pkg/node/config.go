@@ -1,0 +1,78 @@
+// Package node assembles one chatd node from its parts: the embedded
+// services (or external PostgreSQL and NATS), the store, ingest, the relay,
+// push, reclaim and the HTTP API, and shuts them down in order. cmd/chatd
+// turns flags into a Config and calls it; end-to-end tests and chatload start
+// a real node in-process through it.
+package node
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Config is everything a node needs. Zero values take the defaults of the
+// component they configure (DESIGN.md's table).
+type Config struct {
+	// Listen is the HTTP address. Zero means 127.0.0.1:8080; port 0 picks one.
+	Listen string
+	// DataDir holds the embedded PostgreSQL cluster, the JetStream store,
+	// the generated JWT secret and the node id. Required in embedded mode.
+	DataDir string
+	// DatabaseURL is an external PostgreSQL. Empty starts the managed local one.
+	DatabaseURL string
+	// NATSURL is an external NATS cluster. Empty starts NATS in-process.
+	NATSURL string
+	// NATSListen opens a TCP listener on the embedded NATS (for the nats CLI).
+	NATSListen string
+	// JWTSecret signs tokens. Empty in embedded mode: generated once and kept
+	// in DataDir. Required with an external database (all nodes must share it).
+	JWTSecret string
+	// NodeID names this node's durable consumer. Empty: generated once and
+	// kept in DataDir.
+	NodeID string
+	// AllowedOrigins for browser WebSockets (see api.Config).
+	AllowedOrigins []string
+	// AdminUsers may read /api/admin/outbox.
+	AdminUsers []string
+
+	QueueSize    int
+	BatchSize    int
+	BatchDelay   time.Duration
+	Workers      int
+	MaxBodyBytes int
+
+	Lease       time.Duration
+	MaxAttempts int
+	MaxPending  int
+	Grace       time.Duration
+
+	RatePerSecond int
+	RateBurst     int
+	Credits       int
+	PingInterval  time.Duration
+	IdleTimeout   time.Duration
+
+	StreamReplicas   int
+	StreamMaxBytes   int64
+	GCInterval       time.Duration
+	HistoryRetention time.Duration
+
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" && (c.DatabaseURL == "" || c.NATSURL == "") {
+		return errors.New("node: DataDir is required when PostgreSQL or NATS is embedded")
+	}
+	if c.HistoryRetention <= 0 {
+		c.HistoryRetention = 90 * 24 * time.Hour
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

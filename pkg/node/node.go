@@ -1,0 +1,177 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Node is one running chatd: its services and components. Start builds it;
+// Run serves until its context ends and then shuts everything down in order.
+type Node struct {
+	cfg Config
+	log *slog.Logger
+	reg *prometheus.Registry
+	ln  net.Listener
+
+	pg   *embedded.Postgres // nil with an external database
+	nsrv *embedded.NATS     // nil with an external NATS
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	Store    *store.Store
+	Ingest   *ingest.Ingest
+	Relay    *stream.Relay
+	Push     *push.Registry
+	Reclaim  *reclaim.Reclaimer
+	API      *api.Server
+	nodeID   string
+	closeFns []func()
+}
+
+// Start brings up the services and builds every component. On error it
+// tears down whatever it started. The caller must call Run (which owns
+// shutdown) or, if it will not, Close.
+func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if n.nodeID, err = n.resolveNodeID(); err != nil {
+		return nil, err
+	}
+	secret, err := JWTSecret(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.startDatabase(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.startNATS(); err != nil {
+		return nil, err
+	}
+	if err := n.build(ctx, secret); err != nil {
+		return nil, err
+	}
+	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
+	}
+	return n, nil
+}
+
+func (n *Node) resolveNodeID() (string, error) {
+	if n.cfg.NodeID != "" {
+		return n.cfg.NodeID, nil
+	}
+	if n.cfg.DataDir == "" {
+		return "", errors.New("set --node-id (CHATD_NODE_ID): no data dir to keep a generated one in")
+	}
+	return persistentValue(n.cfg.DataDir, "node-id", 6)
+}
+
+func (n *Node) startDatabase(ctx context.Context) error {
+	dsn := n.cfg.DatabaseURL
+	if dsn == "" {
+		pg, err := embedded.StartPostgres(ctx, embedded.PostgresConfig{
+			Dir:    filepath.Join(n.cfg.DataDir, "pg"),
+			Logger: n.log,
+		})
+		if err != nil {
+			return err
+		}
+		n.pg = pg
+		n.closeFns = append(n.closeFns, func() { _ = pg.Stop(context.Background()) })
+		if err := createDatabase(ctx, pg, "chatd"); err != nil {
+			return err
+		}
+		dsn = pg.DSN("chatd")
+	}
+	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	n.Store = st
+	n.closeFns = append(n.closeFns, st.Close)
+	return nil
+}
+
+func (n *Node) startNATS() error {
+	var err error
+	if n.cfg.NATSURL == "" {
+		n.nsrv, err = embedded.StartNATS(embedded.NATSConfig{
+			StoreDir: filepath.Join(n.cfg.DataDir, "nats"),
+			Listen:   n.cfg.NATSListen,
+			Logger:   n.log,
+		})
+		if err != nil {
+			return err
+		}
+		n.closeFns = append(n.closeFns, n.nsrv.Shutdown)
+		n.nc, err = n.nsrv.Connect(nats.Name("chatd " + n.nodeID))
+	} else {
+		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1))
+	}
+	if err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	n.closeFns = append(n.closeFns, n.nc.Close)
+	n.js, err = jetstream.New(n.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	return nil
+}
+
+// Close releases whatever Start acquired, newest first. Run calls it at the
+// end of its shutdown; call it directly only when Run will not run.
+func (n *Node) Close() {
+	if n.ln != nil {
+		_ = n.ln.Close()
+	}
+	for i := len(n.closeFns) - 1; i >= 0; i-- {
+		n.closeFns[i]()
+	}
+	n.closeFns = nil
+}
+
+// Addr is the HTTP address the node listens on.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// URL is the node's base HTTP URL.
+func (n *Node) URL() string { return "http://" + n.Addr() }
+
+// NodeID names this node (its consumer is push-<NodeID>).
+func (n *Node) NodeID() string { return n.nodeID }
+
+// JetStream is the node's JetStream context, for tests and tools.
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// Postgres is the managed database server, nil with an external one.
+func (n *Node) Postgres() *embedded.Postgres { return n.pg }
+
+// NATS is the embedded NATS server, nil with an external one.
+func (n *Node) NATS() *embedded.NATS { return n.nsrv }
+
+// Registry is the node's Prometheus registry.
+func (n *Node) Registry() *prometheus.Registry { return n.reg }

@@ -1,0 +1,88 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// stage is a group of components stopped together during shutdown.
+type stage struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newStage() *stage {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stage{ctx: ctx, cancel: cancel}
+}
+
+func (s *stage) start(failed chan<- error, name string, run func(context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := run(s.ctx); err != nil {
+			select {
+			case failed <- fmt.Errorf("%s: %w", name, err):
+			default:
+			}
+		}
+	}()
+}
+
+func (s *stage) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Run serves until ctx ends or a component fails, then shuts down in the
+// order that loses nothing: stop taking sends and commit what is queued
+// (ingest), stop the relay, push and reclaim, close every socket with a
+// going-away frame and stop HTTP, then the store and the embedded services.
+// It returns the first component failure, or nil.
+func (n *Node) Run(ctx context.Context) error {
+	defer n.Close()
+	failed := make(chan error, 8)
+	web, accept, deliver := newStage(), newStage(), newStage()
+	web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
+	accept.start(failed, "ingest", n.Ingest.Run)
+	deliver.start(failed, "relay", n.Relay.Run)
+	deliver.start(failed, "push", n.Push.Run)
+	deliver.start(failed, "reclaim", n.Reclaim.Run)
+	deliver.start(failed, "retention", n.pruneHistory)
+	n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-failed:
+		n.log.Error("component failed; shutting down", "err", err)
+	}
+	n.log.Info("shutting down")
+	accept.stop()
+	deliver.stop()
+	web.stop()
+	n.log.Info("stopped")
+	return err
+}
+
+// pruneHistory deletes history past its retention once an hour.
+func (n *Node) pruneHistory(ctx context.Context) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			deleted, err := n.Store.PruneHistory(ctx, n.cfg.HistoryRetention, time.Now())
+			if err != nil {
+				n.log.Warn("prune history", "err", err)
+			} else if deleted > 0 {
+				n.log.Info("pruned history past retention", "messages", deleted)
+			}
+		}
+	}
+}
