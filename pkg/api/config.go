@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Limits are the per-connection limits the gateway enforces and announces in
+// `hello`. Zero values take the documented defaults.
+type Limits struct {
+	// Lease is the delivery lease push uses (announced only). Zero means 10 s.
+	Lease time.Duration
+	// MaxAttempts is push's delivery attempt limit (announced only). Zero means 3.
+	MaxAttempts int
+	// MaxPending is push's un-acked limit per connection (announced only). Zero means 20.
+	MaxPending int
+	// MaxBodyBytes bounds a message body; larger is `rejected too_large`.
+	// Zero means 4096. Keep it equal to the ingest limit.
+	MaxBodyBytes int
+	// MaxFrameBytes bounds a client frame; larger closes with 4400. Zero means
+	// 6×MaxBodyBytes+1024: room for a maximal body even if every byte needs a
+	// \u escape, so an honest client never trips it.
+	MaxFrameBytes int
+	// RatePerSecond and RateBurst shape each connection's token bucket for
+	// `send` and `read` frames. Zero means 50 per second, burst 100.
+	RatePerSecond int
+	RateBurst     int
+	// Credits is how many sends may await their `accepted` at once. Zero means 64.
+	Credits int
+	// PingInterval is how often the server sends a WebSocket ping. Zero means 10 s.
+	PingInterval time.Duration
+	// IdleTimeout closes a connection (4002) that sent nothing, not even a
+	// pong, for this long. Zero means 30 s. Keep it well above PingInterval.
+	IdleTimeout time.Duration
+}
+
+func (l *Limits) setDefaults() {
+	setDur(&l.Lease, 10*time.Second)
+	setInt(&l.MaxAttempts, 3)
+	setInt(&l.MaxPending, 20)
+	setInt(&l.MaxBodyBytes, 4096)
+	setInt(&l.MaxFrameBytes, 6*l.MaxBodyBytes+1024)
+	setInt(&l.RatePerSecond, 50)
+	setInt(&l.RateBurst, 100)
+	setInt(&l.Credits, 64)
+	setDur(&l.PingInterval, 10*time.Second)
+	setDur(&l.IdleTimeout, 30*time.Second)
+}
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Listen is the address Run listens on. Zero means ":8080".
+	Listen string
+	// JWTSecret signs and verifies HS256 tokens. Required, at least 16 bytes.
+	JWTSecret []byte
+	// AllowedOrigins lists the Origin header values a browser WebSocket may
+	// come from ("*" allows any). Empty allows only clients that send no
+	// Origin (non-browser clients) or whose Origin's host equals the Host
+	// header (same origin): the library default of "any origin" would let any
+	// web page use a visitor's token, so we never default to it.
+	AllowedOrigins []string
+	// Limits are the per-connection limits, announced in `hello`.
+	Limits Limits
+	// OutboundQueue bounds each connection's queue of frames waiting for its
+	// writer. A full queue makes Deliver return false, and closes the
+	// connection (4001) when an `accepted`/`rejected` would be lost. Zero means 256.
+	OutboundQueue int
+	// WriteTimeout bounds one frame write. Zero means 10 s.
+	WriteTimeout time.Duration
+	// StoreTimeout bounds one store call made for a request. Zero means 5 s.
+	StoreTimeout time.Duration
+	// RESTRatePerSecond and RESTBurst shape the per-user token bucket shared
+	// by all /api calls; over it a call gets 429 with Retry-After. Zero means
+	// 20 per second, burst 40.
+	RESTRatePerSecond int
+	RESTBurst         int
+	// AbuseRejects rate_limited rejections in a row, all within AbuseWindow,
+	// close the connection with 4008. Zero means 50 and 10 s.
+	AbuseRejects int
+	AbuseWindow  time.Duration
+	// ShutdownTimeout bounds Run's shutdown after its context ends. Zero means 10 s.
+	ShutdownTimeout time.Duration
+	// AdminUsers may call the admin endpoints (none yet).
+	AdminUsers []string
+
+	// Chats stores chats, members, history and read state. Required.
+	Chats Chats
+	// Ingest accepts sends. Required.
+	Ingest Ingester
+	// Delivery registers connections for live delivery. Required.
+	Delivery Deliverer
+	// Ready reports readiness for /readyz (PostgreSQL and NATS reachable).
+	// Nil means always ready.
+	Ready func(ctx context.Context) error
+	// Registry receives the API metrics and is what /metrics serves. Nil
+	// means a private registry (then /metrics shows only the API's metrics).
+	Registry *prometheus.Registry
+	// Logger receives connection and request failures. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for token checks and rate limits. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	switch {
+	case len(c.JWTSecret) < 16:
+		return errors.New("api: Config.JWTSecret must be at least 16 bytes")
+	case c.Chats == nil:
+		return errors.New("api: Config.Chats is required")
+	case c.Ingest == nil:
+		return errors.New("api: Config.Ingest is required")
+	case c.Delivery == nil:
+		return errors.New("api: Config.Delivery is required")
+	}
+	if c.Listen == "" {
+		c.Listen = ":8080"
+	}
+	c.Limits.setDefaults()
+	setInt(&c.OutboundQueue, 256)
+	setDur(&c.WriteTimeout, 10*time.Second)
+	setDur(&c.StoreTimeout, 5*time.Second)
+	setInt(&c.RESTRatePerSecond, 20)
+	setInt(&c.RESTBurst, 40)
+	setInt(&c.AbuseRejects, 50)
+	setDur(&c.AbuseWindow, 10*time.Second)
+	setDur(&c.ShutdownTimeout, 10*time.Second)
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+func setInt(p *int, def int) {
+	if *p <= 0 {
+		*p = def
+	}
+}
+
+func setDur(p *time.Duration, def time.Duration) {
+	if *p <= 0 {
+		*p = def
+	}
+}

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"context"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/store"
+)
+
+// Chats is the chat and history storage the API reads and changes.
+// *store.Store implements it. Errors wrap chatd.ErrNotFound (unknown chat),
+// chatd.ErrForbidden (actor not a member), chatd.ErrInvalid (bad input) or
+// chatd.ErrConflict (e.g. adding a member to a direct chat).
+type Chats interface {
+	CreateGroupChat(ctx context.Context, creator, title string, members []string) (chatd.Chat, error)
+	// DirectChat returns the one chat of the pair, creating it on first use
+	// (created reports that).
+	DirectChat(ctx context.Context, a, b string) (chat chatd.Chat, created bool, err error)
+	Chat(ctx context.Context, id string) (chatd.Chat, error)
+	ListChats(ctx context.Context, user string) ([]chatd.Chat, error)
+	AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error)
+	RemoveMember(ctx context.Context, chatID, actor, user string) error
+	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.
+	IsMember(ctx context.Context, chatID, user string) error
+	// History does not check membership; the API calls IsMember first.
+	History(ctx context.Context, chatID string, q store.HistoryQuery) (msgs []chatd.Message, more bool, err error)
+	// MarkRead stores user's read position in the chat.
+	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error)
+}
+
+// Ingester is the accept path. *ingest.Ingest implements it.
+type Ingester interface {
+	// Submit validates and queues req without blocking; done is called
+	// exactly once after the send's batch committed or failed, unless Submit
+	// returns an error. done must not block.
+	Submit(req ingest.Request, done func(ingest.Result)) error
+	// Send is the blocking form of Submit, for REST.
+	Send(ctx context.Context, req ingest.Request) (ingest.Result, error)
+}
+
+// Deliverer is live delivery on this node. *push.Registry implements it.
+type Deliverer interface {
+	// Attach registers c for live delivery, first closing an older session
+	// of the same user and device with push.ReasonSuperseded.
+	Attach(c push.Conn)
+	// Detach withdraws c; a no-op when c is no longer the registered session.
+	Detach(c push.Conn)
+	// Ack records that c's client holds the messages with these ids.
+	Ack(c push.Conn, ids []string)
+}

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/chatd/chatd"
+	"github.com/gofiber/fiber/v2"
+)
+
+// storeCtx bounds one store call made for a request.
+func (s *Server) storeCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+}
+
+// decodeBody decodes a JSON request body into v; any failure is ErrInvalid.
+func decodeBody(c *fiber.Ctx, v any) error {
+	if err := json.Unmarshal(c.Body(), v); err != nil {
+		return fmt.Errorf("request body: %w", chatd.ErrInvalid)
+	}
+	return nil
+}
+
+// chatParam is the :id of a chat route, checked before any store call.
+func chatParam(c *fiber.Ctx) (string, error) {
+	id := c.Params("id")
+	if !chatd.ValidChatID(id) {
+		return "", fmt.Errorf("chat id %.80q: %w", id, chatd.ErrInvalid)
+	}
+	return id, nil
+}
+
+type createChatRequest struct {
+	Members []string `json:"members"`
+	Title   string   `json:"title"`
+}
+
+// createChat: POST /api/chats → 201 with the group chat; the caller is a member.
+func (s *Server) createChat(c *fiber.Ctx) error {
+	var req createChatRequest
+	if err := decodeBody(c, &req); err != nil {
+		return s.fail(c, err)
+	}
+	if len(req.Title) > chatd.MaxTitleLen {
+		return s.fail(c, fmt.Errorf("title longer than %d bytes: %w", chatd.MaxTitleLen, chatd.ErrInvalid))
+	}
+	for _, m := range req.Members {
+		if !chatd.ValidUserID(m) {
+			return s.fail(c, fmt.Errorf("member %.80q is not a user id: %w", m, chatd.ErrInvalid))
+		}
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	chat, err := s.cfg.Chats.CreateGroupChat(ctx, identity(c).User, req.Title, req.Members)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(chatJSON(chat))
+}
+
+type directChatRequest struct {
+	User string `json:"user"`
+}
+
+// directChat: POST /api/chats/direct → 201 when created, 200 when it existed.
+func (s *Server) directChat(c *fiber.Ctx) error {
+	var req directChatRequest
+	if err := decodeBody(c, &req); err != nil {
+		return s.fail(c, err)
+	}
+	if !chatd.ValidUserID(req.User) {
+		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", req.User, chatd.ErrInvalid))
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	chat, created, err := s.cfg.Chats.DirectChat(ctx, identity(c).User, req.User)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(chatJSON(chat))
+}
+
+// listChats: GET /api/chats → the caller's chats.
+func (s *Server) listChats(c *fiber.Ctx) error {
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	chats, err := s.cfg.Chats.ListChats(ctx, identity(c).User)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	out := make([]chatd.Chat, len(chats))
+	for i := range chats {
+		out[i] = chatJSON(chats[i])
+	}
+	return c.JSON(fiber.Map{"chats": out})
+}
+
+// addMember: POST /api/chats/:id/members → 200 with the chat; members only,
+// direct chats refuse with 409 (the store decides both under the chat lock).
+func (s *Server) addMember(c *fiber.Ctx) error {
+	id, err := chatParam(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	var req directChatRequest
+	if err := decodeBody(c, &req); err != nil {
+		return s.fail(c, err)
+	}
+	if !chatd.ValidUserID(req.User) {
+		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", req.User, chatd.ErrInvalid))
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	chat, err := s.cfg.Chats.AddMember(ctx, id, identity(c).User, req.User)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(chatJSON(chat))
+}
+
+// removeMember: DELETE /api/chats/:id/members/:user → 204; members only.
+func (s *Server) removeMember(c *fiber.Ctx) error {
+	id, err := chatParam(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	user := c.Params("user")
+	if !chatd.ValidUserID(user) {
+		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", user, chatd.ErrInvalid))
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	if err := s.cfg.Chats.RemoveMember(ctx, id, identity(c).User, user); err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// chatJSON makes a nil member list encode as [] rather than null.
+func chatJSON(c chatd.Chat) chatd.Chat {
+	if c.Members == nil {
+		c.Members = []string{}
+	}
+	return c
+}

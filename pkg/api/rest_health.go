@@ -1,0 +1,29 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// healthz is liveness: the process serves HTTP.
+func (s *Server) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+// readyz is readiness: the dependencies Config.Ready checks are reachable
+// and the server is not shutting down.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	if s.gw.closing() {
+		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
+	}
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.log.Warn("not ready", "err", err)
+			return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "not ready")
+		}
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/gofiber/fiber/v2"
+)
+
+// History page sizes of the contract.
+const (
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+)
+
+// historyPage is the body of GET /api/chats/:id/messages. Next is the id to
+// pass as `since` for the following page, nil (JSON null) when there is none.
+type historyPage struct {
+	Messages []chatd.Message `json:"messages"`
+	Next     *string         `json:"next"`
+}
+
+// history: GET /api/chats/:id/messages?since=ID|after_seq=N&limit=N, members only.
+func (s *Server) history(c *fiber.Ctx) error {
+	id, err := chatParam(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	q, err := historyQuery(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	if err := s.cfg.Chats.IsMember(ctx, id, identity(c).User); err != nil {
+		return s.fail(c, err)
+	}
+	msgs, more, err := s.cfg.Chats.History(ctx, id, q)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	page := historyPage{Messages: msgs}
+	if page.Messages == nil {
+		page.Messages = []chatd.Message{}
+	}
+	if more && len(msgs) > 0 {
+		next := msgs[len(msgs)-1].ID
+		page.Next = &next
+	}
+	return c.JSON(page)
+}
+
+// historyQuery parses since/after_seq/limit. Bad values are 400 rather than
+// silently defaulted: a client paging with a broken cursor must learn of it.
+func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
+	q := store.HistoryQuery{Limit: defaultPageLimit}
+	since, afterSeq, limit := c.Query("since"), c.Query("after_seq"), c.Query("limit")
+	if since != "" && afterSeq != "" {
+		return q, fmt.Errorf("since and after_seq are exclusive: %w", chatd.ErrInvalid)
+	}
+	if since != "" {
+		if !validMessageID(since) {
+			return q, fmt.Errorf("since %.80q is not a message id: %w", since, chatd.ErrInvalid)
+		}
+		q.SinceID = since
+	}
+	if afterSeq != "" {
+		n, err := strconv.ParseInt(afterSeq, 10, 64)
+		if err != nil || n < 0 {
+			return q, fmt.Errorf("after_seq %.32q is not a seq (0 or more): %w", afterSeq, chatd.ErrInvalid)
+		}
+		q.AfterSeq = n
+	}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 {
+			return q, fmt.Errorf("limit %.32q is not a number from 1 (values over %d are capped): %w", limit, maxPageLimit, chatd.ErrInvalid)
+		}
+		q.Limit = min(n, maxPageLimit)
+	}
+	return q, nil
+}
+
+type postMessageRequest struct {
+	CID  string `json:"cid"`
+	Body string `json:"body"`
+}
+
+// postMessageResponse answers a REST send: 201 for a new message, 200 with
+// the original for a resend of the same cid.
+type postMessageResponse struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
+	CID string `json:"cid"`
+	TS  string `json:"ts"`
+}
+
+// postMessage: POST /api/chats/:id/messages. It goes through ingest like a
+// WebSocket send, so idempotency on (sender, cid) and membership (checked in
+// the committing transaction) are the same on both paths.
+func (s *Server) postMessage(c *fiber.Ctx) error {
+	id, err := chatParam(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	var req postMessageRequest
+	if err := decodeBody(c, &req); err != nil {
+		return s.fail(c, err)
+	}
+	if !chatd.ValidCID(req.CID) {
+		return s.fail(c, fmt.Errorf("cid must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxCIDLen, chatd.ErrInvalid))
+	}
+	if err := chatd.CheckBody(req.Body, s.cfg.Limits.MaxBodyBytes); err != nil {
+		return s.fail(c, err)
+	}
+	who := identity(c)
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	res, err := s.cfg.Ingest.Send(ctx, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return s.fail(c, err)
+	}
+	status := fiber.StatusCreated
+	if res.Duplicate {
+		status = fiber.StatusOK
+	}
+	m := res.Message
+	return c.Status(status).JSON(postMessageResponse{ID: m.ID, Seq: m.Seq, CID: m.CID, TS: m.TS.Format(time.RFC3339Nano)})
+}

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is chatd's HTTP edge: REST, the WebSocket gateway, health and
+// metrics on one Fiber app. Create it with New; Run or Serve it; Shutdown
+// closes every WebSocket with 1001 going away and then stops Fiber.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	app      *fiber.App
+	verifier *verifier
+	metrics  *metrics
+	rest     *userLimiter
+	gw       *gateway
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New builds a Server from cfg (see Config for the required fields and
+// defaults). It registers the API metrics on cfg.Registry, so one registry
+// serves one Server.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "api"),
+		verifier: newVerifier(cfg.JWTSecret, cfg.Now),
+		metrics:  m,
+		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
+	}
+	s.gw = newGateway(s)
+	s.app = fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		// Immutable: strings taken from a request (params, queries) are
+		// handed to ingest and the store, which may keep them after the
+		// handler returns; Fiber would otherwise reuse their bytes.
+		Immutable:    true,
+		ErrorHandler: s.fiberErrors,
+		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
+	})
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.app.Use(recover.New(), s.countResponses)
+	s.app.Get("/healthz", s.healthz)
+	s.app.Get("/readyz", s.readyz)
+	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})))
+	s.app.Get("/ws", s.gw.preUpgrade, s.gw.upgrade())
+
+	api := s.app.Group("/api", s.requireAuth, s.limitREST)
+	api.Post("/chats", s.createChat)
+	api.Post("/chats/direct", s.directChat)
+	api.Get("/chats", s.listChats)
+	api.Post("/chats/:id/members", s.addMember)
+	api.Delete("/chats/:id/members/:user", s.removeMember)
+	api.Get("/chats/:id/messages", s.history)
+	api.Post("/chats/:id/messages", s.postMessage)
+}
+
+// App is the Fiber app, for tests (app.Test) and for embedding.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Run listens on Config.Listen and serves until ctx ends, then shuts down
+// (bounded by Config.ShutdownTimeout). It returns after the shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("api listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened (tests use port 0).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("api serve: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := s.Shutdown(sctx)
+	if serr := <-errc; serr != nil && err == nil {
+		err = fmt.Errorf("api serve: %w", serr)
+	}
+	return err
+}
+
+// Shutdown refuses new WebSocket upgrades, closes every live WebSocket with
+// 1001 going away, waits for their handlers, then shuts Fiber down (which by
+// itself would leave hijacked WebSockets open). Later calls return the first
+// call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() {
+		gerr := s.gw.shutdown(ctx)
+		ferr := s.app.ShutdownWithContext(ctx)
+		if ferr != nil {
+			ferr = fmt.Errorf("api shutdown: %w", ferr)
+		}
+		s.shutdownErr = errors.Join(gerr, ferr)
+	})
+	return s.shutdownErr
+}
+
+// countResponses counts every response by status. It renders a handler's
+// error itself so the count sees the final status.
+func (s *Server) countResponses(c *fiber.Ctx) error {
+	if err := c.Next(); err != nil {
+		if herr := s.fiberErrors(c, err); herr != nil {
+			return herr
+		}
+	}
+	s.metrics.responses.WithLabelValues(strconv.Itoa(c.Response().StatusCode())).Inc()
+	return nil
+}
+
+// limitREST applies the per-user REST token bucket: 429 with Retry-After.
+func (s *Server) limitREST(c *fiber.Ctx) error {
+	ok, wait := s.rest.allow(identity(c).User)
+	if !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
+		return writeError(c, fiber.StatusTooManyRequests, codeRateLimited, "too many requests")
+	}
+	return c.Next()
+}

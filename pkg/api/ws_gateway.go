@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+)
+
+// gateway owns the WebSocket side: the upgrade checks, and the set of live
+// sessions (so shutdown can close them, and receipts can find a user's
+// sessions on this node). Safe for concurrent use.
+type gateway struct {
+	cfg     *Config
+	srv     *Server
+	metrics *metrics
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	byUser   map[string]map[*session]struct{}
+	shutting bool           // no new sessions once set
+	live     sync.WaitGroup // one per session handler; Add only under mu while !shutting
+}
+
+func newGateway(s *Server) *gateway {
+	return &gateway{
+		cfg:      &s.cfg,
+		srv:      s,
+		metrics:  s.metrics,
+		sessions: make(map[*session]struct{}),
+		byUser:   make(map[string]map[*session]struct{}),
+	}
+}
+
+// preUpgrade runs before the upgrade, so every refusal is a plain HTTP
+// answer: 426 for a non-WebSocket request, 503 while shutting down, 403 for
+// a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
+func (g *gateway) preUpgrade(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return writeError(c, fiber.StatusUpgradeRequired, codeInvalid, "websocket upgrade required")
+	}
+	if g.closing() {
+		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
+	}
+	if !g.originAllowed(c.Get(fiber.HeaderOrigin), string(c.Request().Host())) {
+		return writeError(c, fiber.StatusForbidden, codeForbidden, "origin not allowed")
+	}
+	token := c.Query("token")
+	if token == "" {
+		token = bearer(c.Get(fiber.HeaderAuthorization))
+	}
+	return g.srv.authenticate(c, token)
+}
+
+// originAllowed: no Origin (not a browser) is allowed; otherwise the origin
+// must be listed in AllowedOrigins ("*" for any) or, when the list is empty,
+// be the same origin as the request's Host.
+func (g *gateway) originAllowed(origin, host string) bool {
+	if origin == "" {
+		return true
+	}
+	for _, o := range g.cfg.AllowedOrigins {
+		if o == "*" || strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	if len(g.cfg.AllowedOrigins) > 0 {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// upgrade is the contrib/websocket handler. The origin was checked in
+// preUpgrade (where a refusal can be a clear 403), hence "*" here.
+// Compression stays off: frames are small and per-message deflate costs
+// memory per connection. The read limit is enforced by the session itself
+// (see readFrame) because the library's limit answers with 1009, not the
+// contract's 4400.
+func (g *gateway) upgrade() fiber.Handler {
+	return websocket.New(g.serve, websocket.Config{
+		Origins:           []string{"*"},
+		EnableCompression: false,
+		ReadBufferSize:    4096,
+		WriteBufferSize:   4096,
+		RecoverHandler:    g.recovered,
+	})
+}
+
+// recovered replaces the library's panic handler, which writes to the
+// socket from the handler goroutine and would race the session's writer.
+func (g *gateway) recovered(c *websocket.Conn) {
+	if r := recover(); r != nil {
+		g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
+	}
+}
+
+// serve runs one connection for its whole life: the library pools the conn
+// once this returns, so nothing may use it afterwards.
+func (g *gateway) serve(conn *websocket.Conn) {
+	id, _ := conn.Locals(identityKey).(Identity)
+	s := newSession(g, conn.Conn, id)
+	if !g.add(s) {
+		s.refuse()
+		return
+	}
+	defer g.remove(s)
+	g.metrics.connections.Inc()
+	defer g.metrics.connections.Dec()
+	s.run()
+}
+
+func (g *gateway) add(s *session) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shutting {
+		return false
+	}
+	g.live.Add(1)
+	g.sessions[s] = struct{}{}
+	u := g.byUser[s.id.User]
+	if u == nil {
+		u = make(map[*session]struct{})
+		g.byUser[s.id.User] = u
+	}
+	u[s] = struct{}{}
+	return true
+}
+
+func (g *gateway) remove(s *session) {
+	g.mu.Lock()
+	delete(g.sessions, s)
+	if u := g.byUser[s.id.User]; u != nil {
+		delete(u, s)
+		if len(u) == 0 {
+			delete(g.byUser, s.id.User)
+		}
+	}
+	g.mu.Unlock()
+	g.live.Done()
+}
+
+// sessionsOf returns the live sessions of user on this node.
+func (g *gateway) sessionsOf(user string) []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*session, 0, len(g.byUser[user]))
+	for s := range g.byUser[user] {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (g *gateway) closing() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shutting
+}
+
+// shutdown refuses new sessions, closes every live one with 1001 going away
+// and waits for their handlers. If ctx ends first, the remaining sockets are
+// cut without a close handshake.
+func (g *gateway) shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.shutting = true
+	all := make([]*session, 0, len(g.sessions))
+	for s := range g.sessions {
+		all = append(all, s)
+	}
+	g.mu.Unlock()
+	for _, s := range all {
+		s.closeWith(closeGoingAway, "server shutting down")
+	}
+	done := make(chan struct{})
+	go func() { g.live.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, s := range all {
+			s.abort()
+		}
+		<-done
+		return fmt.Errorf("close websockets: %w", ctx.Err())
+	}
+}

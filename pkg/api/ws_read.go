@@ -1,0 +1,207 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/fasthttp/websocket"
+)
+
+// errFrameTooLarge: a client frame over max_frame_bytes (closes with 4400).
+var errFrameTooLarge = errors.New("frame over max_frame_bytes")
+
+// maxKeptReadBuf: a read buffer grown past this by one large frame is dropped
+// after it, so a connection keeps only a small buffer between frames.
+const maxKeptReadBuf = 16 << 10
+
+// readLoop reads client frames until the peer leaves, a frame breaks the
+// protocol, the idle timeout passes or the session is closed. Any frame,
+// ping or pong restarts the idle timer.
+func (s *session) readLoop() {
+	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
+	s.conn.SetPingHandler(func(data string) error {
+		s.extendReadDeadline()
+		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.g.cfg.WriteTimeout))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
+			return nil
+		}
+		return err
+	})
+	s.extendReadDeadline()
+	var buf []byte
+	for {
+		typ, r, err := s.conn.NextReader()
+		if err != nil {
+			s.readFailed(err)
+			return
+		}
+		if s.closed() {
+			continue // closing: drain until the peer's close or the deadline
+		}
+		buf, err = readFrame(r, buf[:0], s.g.cfg.Limits.MaxFrameBytes)
+		switch {
+		case errors.Is(err, errFrameTooLarge):
+			s.violation("frame over max_frame_bytes")
+			return
+		case err != nil:
+			s.readFailed(err)
+			return
+		case typ != websocket.TextMessage:
+			s.violation("frames must be JSON text")
+			return
+		}
+		s.extendReadDeadline()
+		if !s.handle(buf) {
+			return
+		}
+		if cap(buf) > maxKeptReadBuf {
+			buf = nil
+		}
+	}
+}
+
+// readFrame reads one message into buf, never more than limit+1 bytes: memory
+// stays bounded whatever length the frame header claims, and the caller can
+// close with the contract's 4400 (the library's own limit would send 1009).
+func readFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	for {
+		if len(buf) > limit {
+			return buf, errFrameTooLarge
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(max(cap(buf), 512), limit+1-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if len(buf) > limit {
+				return buf, errFrameTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// readFailed ends the session after a read error: a timeout is the idle
+// reaper (4002) unless a close was already under way; anything else means
+// the peer closed or vanished.
+func (s *session) readFailed(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.closeWith(closeIdle, "idle")
+		return
+	}
+	s.closeWith(closeNone, "")
+}
+
+func (s *session) violation(reason string) {
+	s.g.metrics.framesIn.WithLabelValues("protocol").Inc()
+	s.closeWith(closeProtocol, reason)
+}
+
+// handle acts on one client frame; false ends the read loop.
+func (s *session) handle(data []byte) bool {
+	f, err := DecodeFrame(data, s.g.cfg.Limits.MaxFrameBytes)
+	switch {
+	case errors.Is(err, ErrProtocol):
+		s.violation("frame is not JSON")
+		return false
+	case err != nil:
+		s.g.metrics.framesIn.WithLabelValues("invalid").Inc()
+		s.reject(f.CID, codeInvalid, err.Error())
+		return true
+	}
+	s.g.metrics.framesIn.WithLabelValues(string(f.Type)).Inc()
+	switch f.Type {
+	case FrameSend:
+		s.onSend(f)
+	case FrameAck:
+		s.g.cfg.Delivery.Ack(s, f.IDs)
+	case FrameRead:
+		s.onRead(f)
+	case FramePing:
+		s.send(pongFrame, "pong")
+	}
+	return !s.closed()
+}
+
+func (s *session) reject(cid, code, msg string) {
+	s.g.metrics.rejects.WithLabelValues(code).Inc()
+	s.send(appendRejected(nil, cid, code, msg), "rejected")
+}
+
+// limited rejects a frame over the rate or credit limit, and closes with
+// 4008 once the client keeps going regardless (see sendLimits.abusive).
+func (s *session) limited(cid, msg string) {
+	s.reject(cid, codeRateLimited, msg)
+	if s.limits.abusive(time.Now()) {
+		s.closeWith(closeRateAbuse, "rate or credit violation")
+	}
+}
+
+// onSend checks the connection's limits and the body, then submits to
+// ingest; the answer comes back through onResult after commit (G1).
+func (s *session) onSend(f ClientFrame) {
+	if !s.limits.allow(time.Now()) {
+		s.limited(f.CID, "over rate_per_s/rate_burst")
+		return
+	}
+	if !s.limits.takeCredit() {
+		s.limited(f.CID, "over credits: too many sends await accepted")
+		return
+	}
+	s.limits.passed()
+	if err := chatd.CheckBody(f.Body, s.g.cfg.Limits.MaxBodyBytes); err != nil {
+		s.limits.returnCredit()
+		s.reject(f.CID, rejectCode(err), err.Error())
+		return
+	}
+	cid := f.CID
+	req := ingest.Request{Chat: f.Chat, From: s.id.User, Device: s.id.Device, CID: cid, Body: f.Body}
+	err := s.g.cfg.Ingest.Submit(req, func(r ingest.Result) { s.onResult(cid, r) })
+	if err != nil {
+		s.limits.returnCredit()
+		s.reject(cid, rejectCode(err), clientMessage(err))
+	}
+}
+
+// onResult runs on an ingest commit worker: it must not block, and only
+// queues the answer.
+func (s *session) onResult(cid string, r ingest.Result) {
+	s.limits.returnCredit()
+	if r.Err != nil {
+		s.reject(cid, rejectCode(r.Err), clientMessage(r.Err))
+		return
+	}
+	s.send(appendAccepted(nil, &r.Message), "accepted")
+}
+
+// clientMessage is the error text a client sees: the domain message for its
+// own mistakes, only the code for server-side failures (those go to logs).
+func clientMessage(err error) string {
+	code, status := errorCode(err)
+	if status >= 500 {
+		return code
+	}
+	return err.Error()
+}
+
+func (s *session) onRead(f ClientFrame) {
+	if !s.limits.allow(time.Now()) {
+		s.limited("", "over rate_per_s/rate_burst")
+		return
+	}
+	s.limits.passed()
+	if !s.reads.mark(f.Chat, f.Upto) {
+		s.limited("", "too many chats with unsaved read state")
+	}
+}

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"context"
+	"sync"
+)
+
+// maxPendingReads bounds the chats whose read state a session holds unsaved.
+const maxPendingReads = 256
+
+// readMarker stores a session's read receipts off the read loop (a store
+// write per frame would stall acks behind it). Frames for the same chat
+// coalesce to the latest; one drain goroutine at a time writes them, and
+// the session waits for it before it ends.
+type readMarker struct {
+	s *session
+
+	mu      sync.Mutex
+	pending map[string]string // chat → upto
+	running bool
+	wg      sync.WaitGroup
+}
+
+// mark records a read position; false when too many chats are pending.
+func (m *readMarker) mark(chat, upto string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending == nil {
+		m.pending = make(map[string]string)
+	}
+	if _, ok := m.pending[chat]; !ok && len(m.pending) >= maxPendingReads {
+		return false
+	}
+	m.pending[chat] = upto
+	if !m.running {
+		m.running = true
+		m.wg.Add(1)
+		go m.drain()
+	}
+	return true
+}
+
+func (m *readMarker) wait() { m.wg.Wait() }
+
+func (m *readMarker) drain() {
+	defer m.wg.Done()
+	for {
+		m.mu.Lock()
+		batch := m.pending
+		m.pending = nil
+		if len(batch) == 0 {
+			m.running = false
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		for chat, upto := range batch {
+			m.store(chat, upto)
+		}
+	}
+}
+
+// store saves one read position and tells the chat's other live sessions on
+// this node (best effort: receipts are live-only by contract).
+func (m *readMarker) store(chat, upto string) {
+	s := m.s
+	cfg := s.g.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+	defer cancel()
+	if _, err := cfg.Chats.MarkRead(ctx, s.id.User, chat, upto); err != nil {
+		code, status := errorCode(err)
+		if status < 500 {
+			s.reject("", code, err.Error())
+		} else {
+			s.log.Warn("store read state", "chat", chat, "err", err)
+		}
+		return
+	}
+	c, err := cfg.Chats.Chat(ctx, chat)
+	if err != nil {
+		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
+		return
+	}
+	frame := appendReceipt(nil, chat, s.id.User, upto)
+	for _, member := range c.Members {
+		for _, other := range s.g.sessionsOf(member) {
+			if other != s {
+				other.offer(frame, "receipt")
+			}
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package api
+
+import (
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/fasthttp/websocket"
+)
+
+// Close codes of the wire contract.
+const (
+	closeNone        = 0 // the peer closed or vanished: no close frame to send
+	closeGoingAway   = websocket.CloseGoingAway
+	closeAbandoned   = 4000
+	closeOverloaded  = 4001
+	closeIdle        = 4002
+	closeSuperseded  = 4003
+	closeRateAbuse   = 4008
+	closeProtocol    = 4400
+	closeHandshake   = time.Second // how long a closing session waits for the peer's close
+	controlFrameWait = time.Second // write deadline of close frames
+)
+
+// closeCode maps push's withdrawal reasons to close codes.
+func closeCode(r push.Reason) int {
+	switch r {
+	case push.ReasonAbandoned:
+		return closeAbandoned
+	case push.ReasonOverloaded:
+		return closeOverloaded
+	case push.ReasonIdle:
+		return closeIdle
+	case push.ReasonSuperseded:
+		return closeSuperseded
+	}
+	return closeGoingAway
+}
+
+// outFrame is one queued server frame: a message to encode on the writer
+// (msg != nil) or an already encoded frame.
+type outFrame struct {
+	msg  *chatd.Message
+	data []byte
+	kind string // metrics label
+}
+
+// session is one WebSocket connection; it implements push.Conn. Its handler
+// goroutine reads; its one writer goroutine owns every data write (the
+// library panics on concurrent writes); everyone else hands frames to the
+// bounded out queue without blocking.
+type session struct {
+	g    *gateway
+	conn *websocket.Conn
+	id   Identity
+	log  *slog.Logger
+
+	out        chan outFrame
+	stop       chan struct{} // closed once the close code is chosen
+	writerDone chan struct{}
+
+	closeOnce sync.Once
+	code      int    // set once, before stop is closed
+	reason    string // close frame text
+
+	// deadlineMu orders read-deadline changes: once closing, the reader must
+	// not push the deadline back out past the close handshake's.
+	deadlineMu sync.Mutex
+
+	limits sendLimits
+	reads  readMarker
+}
+
+func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
+	s := &session{
+		g:          g,
+		conn:       conn,
+		id:         id,
+		log:        g.srv.log.With("user", id.User, "device", id.Device),
+		out:        make(chan outFrame, g.cfg.OutboundQueue),
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		limits:     newSendLimits(g.cfg),
+	}
+	s.reads.s = s
+	return s
+}
+
+// User is the session's user (push.Conn).
+func (s *session) User() string { return s.id.User }
+
+// Device is the session's device (push.Conn).
+func (s *session) Device() string { return s.id.Device }
+
+// Deliver queues a `msg` frame without blocking (push.Conn); false when the
+// queue is full or the session is closing.
+func (s *session) Deliver(m *chatd.Message) bool {
+	if s.closed() {
+		return false
+	}
+	select {
+	case s.out <- outFrame{msg: m, kind: "msg"}:
+		return true
+	default:
+		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
+		return false
+	}
+}
+
+// Close ends the session with the close code of reason (push.Conn). It does
+// not block; later calls change nothing.
+func (s *session) Close(reason push.Reason) {
+	s.closeWith(closeCode(reason), reason.String())
+}
+
+// closeWith chooses the session's close code (the first caller wins) and
+// wakes the writer, which sends the close frame. It reports whether this
+// call chose.
+func (s *session) closeWith(code int, reason string) bool {
+	chose := false
+	s.closeOnce.Do(func() {
+		s.code, s.reason, chose = code, reason, true
+		label := "peer"
+		if code != closeNone {
+			label = strconv.Itoa(code)
+		}
+		s.g.metrics.closes.WithLabelValues(label).Inc()
+		close(s.stop)
+	})
+	return chose
+}
+
+func (s *session) closed() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// send queues an encoded control frame (accepted, rejected, pong). These
+// must not be lost silently: a client would wait forever for its answer. So
+// a full queue (the client stopped reading) closes the session with 4001;
+// the client reconnects and resends with the same cid.
+func (s *session) send(data []byte, kind string) {
+	if s.closed() {
+		return
+	}
+	select {
+	case s.out <- outFrame{data: data, kind: kind}:
+	default:
+		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
+		s.closeWith(closeOverloaded, "outbound queue full")
+	}
+}
+
+// offer queues a best-effort frame (receipt): dropped when the queue is full.
+func (s *session) offer(data []byte, kind string) {
+	if s.closed() {
+		return
+	}
+	select {
+	case s.out <- outFrame{data: data, kind: kind}:
+	default:
+		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
+	}
+}
+
+// refuse closes a socket that arrived during shutdown.
+func (s *session) refuse() {
+	msg := websocket.FormatCloseMessage(closeGoingAway, "server shutting down")
+	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
+}
+
+// run is the session's life: register for live delivery, then `hello`
+// (so anything committed after hello is delivered live, and anything before
+// it is in history), then read until the end. Detach and the writer's exit
+// are waited for before run returns, because the conn is pooled after.
+func (s *session) run() {
+	d := s.g.cfg.Delivery
+	d.Attach(s)
+	defer d.Detach(s)
+	// hello is written here, before the writer starts, so it is the first
+	// frame even if push delivered while Attach returned.
+	hello := appendHello(nil, s.id, &s.g.cfg.Limits)
+	if err := s.write(hello); err != nil {
+		s.closeWith(closeNone, "")
+		return
+	}
+	s.g.metrics.framesOut.WithLabelValues("hello").Inc()
+	go s.writeLoop()
+	defer func() {
+		s.closeWith(closeNone, "")
+		<-s.writerDone
+		s.reads.wait()
+	}()
+	s.readLoop()
+}
+
+func (s *session) write(data []byte) error {
+	if err := s.conn.SetWriteDeadline(time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	return s.conn.WriteMessage(websocket.TextMessage, data)
+}
+
+// writeLoop is the only data writer. It encodes queued messages into one
+// reused buffer, sends a WebSocket ping every PingInterval, and on stop
+// writes the close frame and starts the close handshake's deadline.
+func (s *session) writeLoop() {
+	defer close(s.writerDone)
+	ping := time.NewTicker(s.g.cfg.Limits.PingInterval)
+	defer ping.Stop()
+	var buf []byte
+	for {
+		select {
+		case <-s.stop:
+			s.writeClose()
+			return
+		case f := <-s.out:
+			data := f.data
+			if f.msg != nil {
+				buf = AppendMsgFrame(buf[:0], f.msg)
+				data = buf
+			}
+			if err := s.write(data); err != nil {
+				s.log.Debug("websocket write failed", "err", err)
+				s.closeWith(closeNone, "")
+				s.abort()
+				return
+			}
+			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+		case <-ping.C:
+			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+				s.closeWith(closeNone, "")
+				s.abort()
+				return
+			}
+		}
+	}
+}
+
+// writeClose sends the chosen close frame and gives the peer closeHandshake
+// to answer before the reader's deadline ends the session.
+func (s *session) writeClose() {
+	if s.code == closeNone {
+		s.abort()
+		return
+	}
+	msg := websocket.FormatCloseMessage(s.code, s.reason)
+	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
+	s.deadlineMu.Lock()
+	_ = s.conn.SetReadDeadline(time.Now().Add(closeHandshake))
+	s.deadlineMu.Unlock()
+}
+
+// abort unblocks the reader at once.
+func (s *session) abort() {
+	s.deadlineMu.Lock()
+	_ = s.conn.SetReadDeadline(time.Now())
+	s.deadlineMu.Unlock()
+}
+
+// extendReadDeadline restarts the idle timer; a closing session keeps the
+// close handshake's deadline.
+func (s *session) extendReadDeadline() {
+	s.deadlineMu.Lock()
+	defer s.deadlineMu.Unlock()
+	if !s.closed() {
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.g.cfg.Limits.IdleTimeout))
+	}
+}
