@@ -1,0 +1,33 @@
+// Package testnats starts an in-process NATS server with JetStream for a
+// test, its store in the test's temporary directory.
+package testnats
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/chatd/chatd/embedded"
+)
+
+// logEnv, when set to any value, sends the server's log to stderr at Debug
+// level, for debugging a test run.
+const logEnv = "CHATD_TEST_NATSLOG"
+
+// Start starts a private NATS server with JetStream for t, with its store in
+// t.TempDir() and no TCP listener (connect with the returned server's
+// Connect). It is shut down when t ends. It fails t if the server cannot
+// start.
+func Start(t testing.TB) *embedded.NATS {
+	t.Helper()
+	var log *slog.Logger
+	if os.Getenv(logEnv) != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	n, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatalf("testnats: %v", err)
+	}
+	t.Cleanup(n.Shutdown)
+	return n
+}
