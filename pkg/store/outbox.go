@@ -40,7 +40,10 @@ func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error
 	rows, err := s.pool.Query(ctx, `
 		select o.id, o.recipients, o.created_at,
 		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at
-		from outbox o join history h on h.id = o.history_id
+		from outbox o
+		-- one primary-key probe per outbox row, never a scan of history
+		-- (the foreign key guarantees the row exists).
+		cross join lateral (select * from history h where h.id = o.history_id limit 1) h
 		order by o.id
 		limit $1`, limit)
 	if err != nil {
