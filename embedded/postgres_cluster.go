@@ -123,28 +123,32 @@ func prepareSocketDir(dataDir string, as runAs) (string, error) {
 	return dir, nil
 }
 
-// waitOrphan handles a postmaster.pid left by an earlier run. If its pid is
-// dead, PostgreSQL itself treats the file as stale and starts normally. If
-// the pid is a postgres serving this same cluster (our previous child, still
-// in its immediate shutdown after chatd died), we wait for it to exit. If the
-// pid was reused by an unrelated process, PostgreSQL could mistake it for a
-// running postmaster and refuse to start, so we remove the stale file.
+// waitOrphan handles a postmaster.pid left by an earlier run.
+//
+//   - pid dead (the usual case after a crash): PostgreSQL itself treats the
+//     file as stale and starts normally; nothing to do.
+//   - pid is a postgres process (our previous child still in its immediate
+//     shutdown after chatd died, or any server we cannot tell apart from
+//     one): wait for it to exit, and fail after orphanWait rather than risk
+//     two servers on one cluster.
+//   - pid reused by an unrelated program: PostgreSQL would take it for a
+//     running postmaster and refuse to start, so remove the stale file.
 func waitOrphan(ctx context.Context, dataDir string) error {
 	pidFile := filepath.Join(dataDir, "postmaster.pid")
 	pid, err := readPidFile(pidFile)
 	if err != nil || !processAlive(pid) {
 		return nil
 	}
-	if !servesCluster(pid, dataDir) {
+	if isPostgres, known := postgresProcess(pid); known && !isPostgres {
 		if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", pidFile, err)
 		}
 		return nil
 	}
 	deadline := time.Now().Add(orphanWait)
-	for processAlive(pid) && servesCluster(pid, dataDir) {
+	for processAlive(pid) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("another postgres (pid %d) is running on %s; stop it first", pid, dataDir)
+			return fmt.Errorf("postgres (pid %d) from %s is still running after %s; stop it first", pid, pidFile, orphanWait)
 		}
 		select {
 		case <-ctx.Done():
@@ -164,28 +168,34 @@ func readPidFile(path string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(line))
 }
 
+// processAlive reports whether pid exists and we may signal it. A process
+// we may not signal (EPERM, only when chatd is not root) is not counted:
+// PostgreSQL, running as the same user, judges such a pid file stale too.
+// A zombie is dead: in a container whose init does not reap, an orphaned
+// postmaster's zombie could otherwise block every later start.
 func processAlive(pid int) bool {
-	if pid <= 0 {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state letter follows the parenthesised command name.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
 }
 
-// servesCluster reports whether pid is a postgres process started with
-// -D dataDir, read from /proc/<pid>/cmdline.
-func servesCluster(pid int, dataDir string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+// postgresProcess reports whether pid runs a postgres binary, judged by
+// /proc/<pid>/exe; known is false when that cannot be read.
+func postgresProcess(pid int) (isPostgres, known bool) {
+	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
 	if err != nil {
-		return false
+		return false, false
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	for i, a := range args {
-		if a == "-D" && i+1 < len(args) && args[i+1] == dataDir {
-			return true
-		}
-	}
-	return false
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	base := filepath.Base(exe)
+	return base == "postgres" || base == "postmaster", true
 }
 
 // serverArgs is the postgres command line. Settings go on the command line

@@ -3,7 +3,10 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -129,6 +132,10 @@ func TestPostgresStartQueryRestartStop(t *testing.T) {
 		t.Fatalf("second Stop: %v", err)
 	}
 
+	// A pid file naming a live unrelated process of the server's user (pid
+	// reuse after a crash) must not block the next start.
+	writeStalePidFile(t, dir)
+
 	// A second start finds the existing cluster and its data.
 	pg2 := mustStartPostgres(t, dir)
 	if got := readNote(t, pg2.DSN("postgres")); got != "kept" {
@@ -227,6 +234,34 @@ func TestFindBinDir(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("FindBinDir returned %s: %v", dir, err)
 		}
+	}
+}
+
+// writeStalePidFile writes a postmaster.pid naming a live process that is
+// not postgres, running as the server's user so that PostgreSQL's own
+// staleness check (kill(pid, 0)) would see it alive.
+func writeStalePidFile(t *testing.T, dir string) {
+	t.Helper()
+	sleeper := exec.Command("sleep", "60")
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sleeper.Process.Kill()
+		_ = sleeper.Wait()
+	})
+	content := fmt.Sprintf("%d\n%s\n", sleeper.Process.Pid, dir)
+	if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
