@@ -59,9 +59,10 @@ func (l *RelayLock) Check(ctx context.Context) error {
 	return nil
 }
 
-// Release gives the lock up by closing its connection (which ends the
-// session and so the lock, even when the unlock could not be sent). It is
-// idempotent.
+// Release gives the lock up and closes its connection. It unlocks
+// explicitly first, so another node can take over at once (a closed
+// session's locks go only when its backend has exited); if the unlock cannot
+// be sent, closing the session still frees the lock. It is idempotent.
 func (l *RelayLock) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -70,6 +71,7 @@ func (l *RelayLock) Release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	l.conn.Close(ctx) //nolint:errcheck // closing the session releases the lock
+	l.conn.Exec(ctx, `select pg_advisory_unlock($1)`, relayLockKey) //nolint:errcheck // the close below frees it anyway
+	l.conn.Close(ctx)                                               //nolint:errcheck // as above
 	l.conn = nil
 }
