@@ -19,10 +19,9 @@ const tailLines = 20
 //
 // Levels: LOG/INFO/NOTICE/DEBUG go to Debug (routine; chatd logs its own
 // Info lines for start and stop), WARNING and ERROR to Warn (ERRORs are
-// mostly client errors the app handles), FATAL to Warn (also raised for
-// routine events such as "the database system is starting up" while we poll
-// for readiness, or a forced DROP DATABASE), PANIC to Error. Continuation
-// lines (DETAIL, HINT, CONTEXT, wrapped text) keep the previous level.
+// mostly client errors the app handles), FATAL to Warn except the routine
+// ones in routineFatal (Debug), PANIC to Error. Continuation lines (DETAIL,
+// HINT, CONTEXT, wrapped text) keep the previous level.
 type serverLog struct {
 	log *slog.Logger
 
@@ -58,12 +57,30 @@ func severity(line string) (slog.Level, bool) {
 	switch sev {
 	case "LOG", "INFO", "NOTICE", "DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5":
 		return slog.LevelDebug, true
-	case "WARNING", "ERROR", "FATAL":
+	case "FATAL":
+		for _, r := range routineFatal {
+			if strings.Contains(line, r) {
+				return slog.LevelDebug, true
+			}
+		}
+		return slog.LevelWarn, true
+	case "WARNING", "ERROR":
 		return slog.LevelWarn, true
 	case "PANIC":
 		return slog.LevelError, true
 	}
 	return 0, false
+}
+
+// routineFatal are FATAL messages that end one session as part of normal
+// operation: our readiness polls while the server starts or recovers, and
+// sessions ended by a shutdown, a crash restart or DROP DATABASE ... FORCE.
+var routineFatal = []string{
+	"the database system is starting up",
+	"the database system is not yet accepting connections",
+	"the database system is shutting down",
+	"terminating connection due to administrator command",
+	"terminating connection due to unexpected postmaster exit",
 }
 
 func (l *serverLog) remember(line string) {

@@ -1,15 +1,18 @@
 package embedded_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,9 +39,14 @@ func mustClusterDir(t *testing.T) string {
 
 func mustStartPostgres(t *testing.T, dir string) *embedded.Postgres {
 	t.Helper()
+	return mustStartPostgresLogged(t, dir, nil)
+}
+
+func mustStartPostgresLogged(t *testing.T, dir string, log *slog.Logger) *embedded.Postgres {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := embedded.StartPostgres(ctx, embedded.PostgresConfig{Dir: dir})
+	pg, err := embedded.StartPostgres(ctx, embedded.PostgresConfig{Dir: dir, Logger: log})
 	if err != nil {
 		t.Fatalf("StartPostgres: %v", err)
 	}
@@ -149,7 +157,8 @@ func TestPostgresStartQueryRestartStop(t *testing.T) {
 // covers the /tmp socket fallback.
 func TestPostgresSupervisorRestartsCrashedServer(t *testing.T) {
 	dir := filepath.Join(mustClusterDir(t), strings.Repeat("long-path-segment-", 5), "pg")
-	pg := mustStartPostgres(t, dir)
+	var logs syncBuffer
+	pg := mustStartPostgresLogged(t, dir, slog.New(slog.NewTextHandler(&logs, nil)))
 	dsn := pg.DSN("postgres")
 	if !strings.Contains(dsn, "host=/tmp/chatd-pg-") {
 		t.Fatalf("DSN for a long cluster path: got %q, want a socket under /tmp", dsn)
@@ -181,6 +190,9 @@ func TestPostgresSupervisorRestartsCrashedServer(t *testing.T) {
 	}
 	if newPid := postmasterPid(t, dir); newPid == pid {
 		t.Fatalf("postmaster pid %d unchanged after SIGKILL", pid)
+	}
+	if want := "level=ERROR msg=\"postgres exited unexpectedly; restarting\""; !strings.Contains(logs.String(), want) {
+		t.Errorf("log after crash: want a line containing %q, got:\n%s", want, logs.String())
 	}
 
 	if err := pg.Stop(context.Background()); err != nil {
@@ -235,6 +247,24 @@ func TestFindBinDir(t *testing.T) {
 			t.Errorf("FindBinDir returned %s: %v", dir, err)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's log goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // writeStalePidFile writes a postmaster.pid naming a live process that is
