@@ -252,7 +252,8 @@ func dsnQuote(v string) string {
 func (p *Postgres) Port() int { return p.port }
 
 // Restart stops the server (fast shutdown) and starts it again on the same
-// port. Fault tests use it to take the database away under load.
+// port, returning once it accepts connections; on a stopped server it just
+// starts it. Fault tests use it to take the database away under load.
 func (p *Postgres) Restart(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
