@@ -221,4 +221,3 @@ func BenchmarkAppendMsgFrame(b *testing.B) {
 		})
 	}
 }
-
