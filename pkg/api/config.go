@@ -84,7 +84,8 @@ type Config struct {
 	AbuseWindow  time.Duration
 	// ShutdownTimeout bounds Run's shutdown after its context ends. Zero means 10 s.
 	ShutdownTimeout time.Duration
-	// AdminUsers may call the admin endpoints (none yet).
+	// AdminUsers may call the admin endpoints (GET /api/admin/outbox);
+	// everyone else gets 403. Empty means nobody.
 	AdminUsers []string
 
 	// Chats stores chats, members, history and read state. Required.
@@ -96,6 +97,9 @@ type Config struct {
 	// Ready reports readiness for /readyz (PostgreSQL and NATS reachable).
 	// Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Outbox returns the admin view of the delivery buffer, served as JSON
+	// by GET /api/admin/outbox. Nil means the endpoint answers 404.
+	Outbox func(ctx context.Context) (any, error)
 	// Registry receives the API metrics and is what /metrics serves. Nil
 	// means a private registry (then /metrics shows only the API's metrics).
 	Registry *prometheus.Registry

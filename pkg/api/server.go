@@ -78,6 +78,7 @@ func (s *Server) routes() {
 	api.Delete("/chats/:id/members/:user", s.removeMember)
 	api.Get("/chats/:id/messages", s.history)
 	api.Post("/chats/:id/messages", s.postMessage)
+	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 }
 
 // App is the Fiber app, for tests (app.Test) and for embedding.
