@@ -1,0 +1,171 @@
+package push_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// recConn is a connection that records what push hands it, standing in for
+// a WebSocket client. It is not a mock of our storage or broker: push runs
+// against a real JetStream.
+type recConn struct {
+	user, device string
+
+	mu      sync.Mutex
+	got     []chatd.Message
+	at      []time.Time
+	closed  push.Reason
+	closeAt time.Time
+}
+
+func (c *recConn) User() string   { return c.user }
+func (c *recConn) Device() string { return c.device }
+func (c *recConn) Deliver(m *chatd.Message) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed != 0 {
+		return false
+	}
+	c.got = append(c.got, *m)
+	c.at = append(c.at, time.Now())
+	return true
+}
+func (c *recConn) Close(r push.Reason) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed == 0 {
+		c.closed = r
+		c.closeAt = time.Now()
+	}
+}
+
+func (c *recConn) received() []chatd.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]chatd.Message(nil), c.got...)
+}
+
+func (c *recConn) closedWith() push.Reason {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// env is a running JetStream with the delivery stream.
+type env struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	nextID int64
+}
+
+func mustEnv(t *testing.T) *env {
+	t.Helper()
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stream.Ensure(context.Background(), js, stream.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{js: js, stream: s}
+}
+
+// publish puts one message for recipients into the stream, as the relay
+// would, and returns its stream sequence.
+func (e *env) publish(t *testing.T, from, device string, recipients ...string) (chatd.Message, uint64) {
+	t.Helper()
+	return e.publishMsg(t, e.newMsg(from), device, recipients...)
+}
+
+func (e *env) newMsg(from string) chatd.Message {
+	e.nextID++
+	return chatd.Message{ID: "m" + strconv.FormatInt(e.nextID, 10), CID: "c" + strconv.FormatInt(e.nextID, 10),
+		Chat: "chat1", From: from, Body: "hi", Seq: e.nextID, TS: time.Now().UTC()}
+}
+
+// publishMsg publishes m as the relay would and returns its stream sequence.
+func (e *env) publishMsg(t *testing.T, m chatd.Message, device string, recipients ...string) (chatd.Message, uint64) {
+	t.Helper()
+	data, err := json.Marshal(chatd.Envelope{OutboxID: e.nextID, Message: m, Device: device, Recipients: recipients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := e.js.PublishMsg(context.Background(), &nats.Msg{Subject: stream.SubjectPrefix + m.Chat, Data: data},
+		jetstream.WithMsgID(m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, ack.Sequence
+}
+
+// mustRegistry starts a push registry for node on e and stops it with t.
+func mustRegistry(t *testing.T, e *env, node string, tweak func(*push.Config)) *push.Registry {
+	t.Helper()
+	cfg := push.Config{NodeID: node, JS: e.js, Lease: 300 * time.Millisecond, MaxAttempts: 2, MaxPending: 20}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	r, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("push run: %v", err)
+		}
+	})
+	waitFor(t, "consumer created", func() bool {
+		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName(node))
+		return err == nil
+	})
+	return r
+}
+
+func mustReclaimer(t *testing.T, e *env, pins reclaim.Pinner) *reclaim.Reclaimer {
+	t.Helper()
+	r, err := reclaim.New(reclaim.Config{Stream: e.stream, Pins: pins, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func streamHas(t *testing.T, e *env, seq uint64) bool {
+	t.Helper()
+	_, err := e.stream.GetMsg(context.Background(), seq)
+	return err == nil
+}
