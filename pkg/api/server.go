@@ -58,6 +58,9 @@ func New(cfg Config) (*Server, error) {
 		Immutable:    true,
 		ErrorHandler: s.fiberErrors,
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
+		// Room for headers with a long token (4 KiB, the most VerifyToken
+		// parses), so an oversized token is a 401, not a 431.
+		ReadBufferSize: 8 << 10,
 	})
 	s.routes()
 	return s, nil
