@@ -19,9 +19,12 @@ var errFrameTooLarge = errors.New("frame over max_frame_bytes")
 // after it, so a connection keeps only a small buffer between frames.
 const maxKeptReadBuf = 16 << 10
 
-// readLoop reads client frames until the peer leaves, a frame breaks the
-// protocol, the idle timeout passes or the session is closed. Any frame,
-// ping or pong restarts the idle timer.
+// readLoop reads client frames until the read fails: the peer left or
+// answered our close, the idle timeout passed (4002), or the close
+// handshake's deadline ran out. Once the session is closing (a protocol
+// violation, abuse, push's verdict, shutdown) frames are read and dropped,
+// so a client in the middle of a large write still gets to read our close
+// frame. Any frame, ping or pong restarts the idle timer.
 func (s *session) readLoop() {
 	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
 	s.conn.SetPingHandler(func(data string) error {
@@ -42,24 +45,22 @@ func (s *session) readLoop() {
 			return
 		}
 		if s.closed() {
-			continue // closing: drain until the peer's close or the deadline
+			continue // NextReader discards the rest of this message
 		}
 		buf, err = readFrame(r, buf[:0], s.g.cfg.Limits.MaxFrameBytes)
 		switch {
 		case errors.Is(err, errFrameTooLarge):
 			s.violation("frame over max_frame_bytes")
-			return
+			continue
 		case err != nil:
 			s.readFailed(err)
 			return
 		case typ != websocket.TextMessage:
 			s.violation("frames must be JSON text")
-			return
+			continue
 		}
 		s.extendReadDeadline()
-		if !s.handle(buf) {
-			return
-		}
+		s.handle(buf)
 		if cap(buf) > maxKeptReadBuf {
 			buf = nil
 		}
@@ -108,17 +109,17 @@ func (s *session) violation(reason string) {
 	s.closeWith(closeProtocol, reason)
 }
 
-// handle acts on one client frame; false ends the read loop.
-func (s *session) handle(data []byte) bool {
+// handle acts on one client frame.
+func (s *session) handle(data []byte) {
 	f, err := DecodeFrame(data, s.g.cfg.Limits.MaxFrameBytes)
 	switch {
 	case errors.Is(err, ErrProtocol):
 		s.violation("frame is not JSON")
-		return false
+		return
 	case err != nil:
 		s.g.metrics.framesIn.WithLabelValues("invalid").Inc()
 		s.reject(f.CID, codeInvalid, err.Error())
-		return true
+		return
 	}
 	s.g.metrics.framesIn.WithLabelValues(string(f.Type)).Inc()
 	switch f.Type {
@@ -131,7 +132,6 @@ func (s *session) handle(data []byte) bool {
 	case FramePing:
 		s.send(pongFrame, "pong")
 	}
-	return !s.closed()
 }
 
 func (s *session) reject(cid, code, msg string) {

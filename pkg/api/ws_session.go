@@ -96,13 +96,16 @@ func (s *session) User() string { return s.id.User }
 func (s *session) Device() string { return s.id.Device }
 
 // Deliver queues a `msg` frame without blocking (push.Conn); false when the
-// queue is full or the session is closing.
+// queue is full or the session is closing. It queues a copy of *m: callers
+// hand out pointers into batches they reuse once Deliver returns, and the
+// writer encodes later.
 func (s *session) Deliver(m *chatd.Message) bool {
 	if s.closed() {
 		return false
 	}
+	cp := *m
 	select {
-	case s.out <- outFrame{msg: m, kind: "msg"}:
+	case s.out <- outFrame{msg: &cp, kind: "msg"}:
 		return true
 	default:
 		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
@@ -244,18 +247,44 @@ func (s *session) writeLoop() {
 	}
 }
 
-// writeClose sends the chosen close frame and gives the peer closeHandshake
+// writeClose flushes what is already queued (so a client learns why, e.g.
+// the rejections before a 4008, and gets the accepted frames of sends that
+// committed), sends the chosen close frame and gives the peer closeHandshake
 // to answer before the reader's deadline ends the session.
 func (s *session) writeClose() {
 	if s.code == closeNone {
 		s.abort()
 		return
 	}
+	if s.code != closeOverloaded { // an overloaded client is not reading
+		s.flush(time.Now().Add(controlFrameWait))
+	}
 	msg := websocket.FormatCloseMessage(s.code, s.reason)
 	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
 	s.deadlineMu.Lock()
 	_ = s.conn.SetReadDeadline(time.Now().Add(closeHandshake))
 	s.deadlineMu.Unlock()
+}
+
+// flush writes the frames queued right now, all before deadline.
+func (s *session) flush(deadline time.Time) {
+	var buf []byte
+	for {
+		select {
+		case f := <-s.out:
+			data := f.data
+			if f.msg != nil {
+				buf = AppendMsgFrame(buf[:0], f.msg)
+				data = buf
+			}
+			if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {
+				return
+			}
+			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+		default:
+			return
+		}
+	}
 }
 
 // abort unblocks the reader at once.
