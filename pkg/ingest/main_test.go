@@ -15,6 +15,9 @@ import (
 
 func TestMain(m *testing.M) { testpg.Main(m) }
 
+// testpgDSN is a fresh database for a test or benchmark.
+func testpgDSN(tb testing.TB) string { return testpg.NewDatabase(tb) }
+
 func mustStore(t *testing.T) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), testpg.NewDatabase(t), store.Config{MaxConns: 12, Logger: slog.New(slog.DiscardHandler)})
