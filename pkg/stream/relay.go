@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -78,6 +79,7 @@ type Relay struct {
 	log     *slog.Logger
 	wake    chan struct{}
 	metrics *relayMetrics
+	active  atomic.Bool
 }
 
 // NewRelay returns a Relay; call Run.
@@ -91,6 +93,9 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	return &Relay{cfg: cfg, log: cfg.Logger.With("component", "relay"), wake: make(chan struct{}, 1), metrics: m}, nil
 }
+
+// Active reports whether this relay holds the relay lock right now.
+func (r *Relay) Active() bool { return r.active.Load() }
 
 // Wake tells the relay that rows were committed. It never blocks.
 func (r *Relay) Wake() {
@@ -124,7 +129,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		r.log.Info("relay active on this node")
 		r.metrics.leader.Set(1)
+		r.active.Store(true)
 		err = r.lead(ctx, lock)
+		r.active.Store(false)
 		r.metrics.leader.Set(0)
 		lock.Release()
 		if err != nil && ctx.Err() == nil {
