@@ -1,0 +1,105 @@
+package chatd_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/chatd/chatd"
+
+// allowedImports is the dependency direction of DESIGN.md: for each package
+// (by directory), the project packages its non-test code may import. A new
+// import of ours that is not listed fails the test, so a layering break is
+// a deliberate change to this table, not an accident.
+var allowedImports = map[string][]string{
+	".":            {},
+	"embedded":     {},
+	"pkg/store":    {""},
+	"pkg/ingest":   {"", "pkg/store"},
+	"pkg/push":     {""},
+	"pkg/reclaim":  {},
+	"pkg/stream":   {"", "pkg/store"},
+	"pkg/api":      {"", "pkg/store", "pkg/ingest", "pkg/push"},
+	"pkg/client":   {""},
+	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream"},
+	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
+	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node"},
+}
+
+func TestDependenciesPointOneWay(t *testing.T) {
+	for dir, allowed := range allowedImports {
+		ok := map[string]bool{}
+		for _, a := range allowed {
+			ok[strings.TrimSuffix(module+"/"+a, "/")] = true
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			for _, imp := range importsOf(t, f) {
+				if strings.HasPrefix(imp, module) && !ok[imp] {
+					t.Errorf("%s imports %s: not allowed for %s (see allowedImports)", f, imp, dir)
+				}
+			}
+		}
+	}
+}
+
+// Every package directory of ours is in the table, so a new package has to
+// declare where it sits.
+func TestEveryPackageHasAnImportRule(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && path != "." || path == "internal" || strings.HasPrefix(path, "internal/") ||
+			path == "e2e" || path == "tmpdeps" || strings.Contains(path, "testdata") {
+			if path != "." {
+				return filepath.SkipDir
+			}
+		}
+		if prod := prodGoFiles(path); prod > 0 {
+			if _, ok := allowedImports[path]; !ok {
+				t.Errorf("package %s has no entry in allowedImports", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func prodGoFiles(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			n++
+		}
+	}
+	return n
+}
+
+func importsOf(t *testing.T, file string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		out = append(out, p)
+	}
+	return out
+}
