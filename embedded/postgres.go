@@ -117,7 +117,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 
 func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if cfg.Dir == "" {
-		return nil, errors.New("Dir is required")
+		return nil, errors.New("the cluster dir (PostgresConfig.Dir) is required")
 	}
 	dataDir, err := filepath.Abs(cfg.Dir)
 	if err != nil {

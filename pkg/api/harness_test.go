@@ -214,13 +214,6 @@ func (c *wsc) sendJSON(v any) {
 	}
 }
 
-func (c *wsc) sendRaw(typ int, b []byte) {
-	c.t.Helper()
-	if err := c.conn.WriteMessage(typ, b); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
 // next reads one frame (5 s at most).
 func (c *wsc) next() map[string]any {
 	c.t.Helper()
