@@ -27,8 +27,11 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			if _, seen := s.fast[m.ID]; seen {
 				continue
 			}
-			s.fast[m.ID] = fastEntry{at: now}
+			// Remember only frames that went out: if the socket's queue was
+			// full, the stream delivery sends the frame instead of waiting a
+			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(m) {
+				s.fast[m.ID] = fastEntry{at: now}
 				r.metrics.frames.WithLabelValues("fast").Inc()
 			}
 		}
