@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Scenarios.
+const (
+	scenarioPairs  = "pairs"
+	scenarioGroups = "groups"
+	scenarioIdle   = "idle"
+)
+
+// Config is one load run. Zero values take the defaults documented on each
+// field (set by registerFlags for the command, by setDefaults for tests).
+type Config struct {
+	// Scenario is pairs, groups or idle. Zero: pairs.
+	Scenario string
+	// Clients is the number of client connections (each its own user with
+	// device "load"). Zero: 100; in groups, zero means Groups·Members (each
+	// client in one group); fewer clients than that spread over the groups.
+	Clients int
+	// Groups and Members shape the groups scenario. Zero: 10 and 10.
+	Groups, Members int
+	// Rate is the total target of sends per second, paced evenly over the
+	// senders. Zero sends nothing.
+	Rate float64
+	// Duration is the measured load after Warmup; Warmup runs the same load
+	// but is left out of rates and latencies (reconciliation covers both).
+	Duration, Warmup time.Duration
+	// StallPct of the clients stop consuming (and so acking) for StallFor at
+	// random times; DropPct drop their TCP connection about every DropEvery.
+	StallPct, DropPct   float64
+	StallFor, DropEvery time.Duration
+	// BodyBytes is each message's body size. Zero: 64.
+	BodyBytes int
+	// Drain bounds the wait after the load for every recipient to hold every
+	// accepted message and the outbox to empty. Zero: 30 s.
+	Drain time.Duration
+	// ConnectRate bounds new connections per second during setup. Zero: 500.
+	ConnectRate int
+
+	// URL targets a running chatd; empty starts one in-process (embedded).
+	URL string
+	// DataDir is the embedded node's data dir (zero: a fresh temporary dir,
+	// removed afterwards), or with URL the target's data dir to read its
+	// generated JWT secret from.
+	DataDir string
+	// JWTSecret signs the load's tokens (with URL: the target's secret).
+	JWTSecret string
+	// AdminUser is a user in the target's AdminUsers, for the outbox view.
+	// Zero: chatload-admin (the embedded node is configured with it).
+	AdminUser string
+	// PID is a separate chatd process to sample RSS and CPU of.
+	PID int
+	// Lease, MaxAttempts, MaxPending and Grace tune the embedded node
+	// (zero: chatd's defaults).
+	Lease       time.Duration
+	MaxAttempts int
+	MaxPending  int
+	Grace       time.Duration
+
+	// JSONPath and HTMLPath receive the report when set.
+	JSONPath, HTMLPath string
+	// Progress is the interval of the progress line. Zero: 5 s; negative: none.
+	Progress time.Duration
+	// Out receives the progress lines and the text report. Zero: io.Discard.
+	Out io.Writer
+	// Logger receives chatload's and the embedded node's logs.
+	// Zero: slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Scenario == "" {
+		c.Scenario = scenarioPairs
+	}
+	setZero(&c.Groups, 10)
+	setZero(&c.Members, 10)
+	switch c.Scenario {
+	case scenarioPairs, scenarioIdle:
+		setZero(&c.Clients, 100)
+	case scenarioGroups:
+		setZero(&c.Clients, c.Groups*c.Members)
+	default:
+		return fmt.Errorf("unknown scenario %q (want pairs, groups or idle)", c.Scenario)
+	}
+	setZero(&c.BodyBytes, 64)
+	setZero(&c.ConnectRate, 500)
+	if c.Drain <= 0 {
+		c.Drain = 30 * time.Second
+	}
+	if c.StallFor <= 0 {
+		c.StallFor = 10 * time.Second
+	}
+	if c.DropEvery <= 0 {
+		c.DropEvery = 5 * time.Second
+	}
+	if c.Progress == 0 {
+		c.Progress = 5 * time.Second
+	}
+	if c.AdminUser == "" {
+		c.AdminUser = "chatload-admin"
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c.validate()
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Scenario == scenarioPairs && (c.Clients < 2 || c.Clients%2 != 0) {
+		errs = append(errs, fmt.Errorf("pairs needs an even number of clients ≥ 2, got %d", c.Clients))
+	}
+	if c.Scenario == scenarioGroups && (c.Members < 2 || c.Clients < c.Members) {
+		errs = append(errs, fmt.Errorf("groups needs ≥ 2 members and clients ≥ members, got %d members, %d clients", c.Members, c.Clients))
+	}
+	if c.Rate < 0 || c.Duration <= 0 || c.Warmup < 0 {
+		errs = append(errs, errors.New("rate must be ≥ 0 and duration > 0, warmup ≥ 0"))
+	}
+	if c.StallPct < 0 || c.StallPct > 100 || c.DropPct < 0 || c.DropPct > 100 {
+		errs = append(errs, errors.New("stall-pct and drop-pct are percentages (0–100)"))
+	}
+	return errors.Join(errs...)
+}
+
+func setZero(p *int, def int) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+// registerFlags binds the command line to c. Secrets may also come from the
+// environment (CHATD_JWT_SECRET) so they stay out of shell history.
+func registerFlags(fs *flag.FlagSet, c *Config) *bool {
+	fs.StringVar(&c.Scenario, "scenario", scenarioPairs, "pairs | groups | idle")
+	fs.IntVar(&c.Clients, "clients", 0, "client connections (default 100; groups: groups×members)")
+	fs.IntVar(&c.Groups, "groups", 10, "groups (groups scenario)")
+	fs.IntVar(&c.Members, "members", 10, "members per group (groups scenario)")
+	fs.Float64Var(&c.Rate, "rate", 100, "total target sends per second, paced evenly over the senders")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measured load duration (after warm-up)")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "warm-up at the same rate, left out of rates and latencies")
+	fs.Float64Var(&c.StallPct, "stall-pct", 0, "percent of clients that stop acking for --stall-for at random times")
+	fs.DurationVar(&c.StallFor, "stall-for", 10*time.Second, "length of each stall")
+	fs.Float64Var(&c.DropPct, "drop-pct", 0, "percent of clients that drop their connection at random times")
+	fs.DurationVar(&c.DropEvery, "drop-every", 5*time.Second, "mean interval between a dropping client's drops")
+	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
+	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")
+	fs.IntVar(&c.ConnectRate, "connect-rate", 500, "new connections per second during setup")
+	fs.StringVar(&c.URL, "url", "", "target chatd base URL (default: start chatd in-process)")
+	embedded := fs.Bool("embedded", false, "start chatd in-process (the default when --url is empty)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "embedded: data dir (default: a temporary one); with --url: the target's data dir, to read its JWT secret")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", os.Getenv("CHATD_JWT_SECRET"), "target's JWT secret (env CHATD_JWT_SECRET)")
+	fs.StringVar(&c.AdminUser, "admin-user", "chatload-admin", "a user in the target's --admin-users, to poll /api/admin/outbox")
+	fs.IntVar(&c.PID, "pid", 0, "pid of a separate chatd process to sample RSS and CPU from /proc")
+	fs.DurationVar(&c.Lease, "lease", 0, "embedded chatd: claim lease (default chatd's)")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", 0, "embedded chatd: max delivery attempts (default chatd's)")
+	fs.IntVar(&c.MaxPending, "max-pending", 0, "embedded chatd: max un-acked per connection (default chatd's)")
+	fs.DurationVar(&c.Grace, "grace", 0, "embedded chatd: reconnect grace (default chatd's)")
+	fs.StringVar(&c.JSONPath, "json", "", "write the report as JSON to this file")
+	fs.StringVar(&c.HTMLPath, "html", "", "write a self-contained HTML report to this file")
+	fs.DurationVar(&c.Progress, "progress", 5*time.Second, "progress line interval (negative: none)")
+	return embedded
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chatd/chatd/pkg/client"
+)
+
+// maxInflight bounds one client's sends awaiting an answer; it matches
+// chatd's default credits, past which a send would only queue in the SDK.
+const maxInflight = 64
+
+// loadClient is one simulated user: an SDK client, the goroutine that
+// consumes its events into the recorder, and its fault role.
+type loadClient struct {
+	idx     int
+	c       *client.Client
+	proxy   *dropProxy // set for a client that drops its connection
+	stalls  bool       // set for a client that stops acking at times
+	stalled atomic.Bool
+
+	inflight  atomic.Int64
+	connected chan struct{} // closed at its first hello
+	connOnce  sync.Once
+	done      chan struct{} // closed when Run has returned
+	runErr    error         // why Run returned, if it failed; read after done
+}
+
+// fleet owns every load client and the goroutines that drive them.
+type fleet struct {
+	cfg     *Config
+	plan    *plan
+	rec     *recorder
+	clients []*loadClient
+	body    string
+
+	loadStop chan struct{} // closed when the load stops: stalls end, drops stop
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // Run, consumer and dropper goroutines
+
+	sendCtx    context.Context // outlives the load so stalled sends can finish
+	sendCancel context.CancelFunc
+	sends      sync.WaitGroup
+
+	skipped, drops, stallsBegun atomic.Int64
+}
+
+// newFleet creates the clients (not yet connected). A shuffled permutation
+// picks the stalling and the dropping clients, disjoint sets.
+func newFleet(cfg *Config, p *plan, rec *recorder, t *target) (*fleet, error) {
+	f := &fleet{cfg: cfg, plan: p, rec: rec, loadStop: make(chan struct{}), body: strings.Repeat("x", cfg.BodyBytes)}
+	f.sendCtx, f.sendCancel = context.WithCancel(context.Background())
+	n := len(p.users)
+	nStall := int(float64(n)*cfg.StallPct/100 + 0.5)
+	nDrop := min(int(float64(n)*cfg.DropPct/100+0.5), n-nStall)
+	perm := rand.Perm(n)
+	role := make([]byte, n)
+	for _, i := range perm[:nStall] {
+		role[i] = 's'
+	}
+	for _, i := range perm[nStall : nStall+nDrop] {
+		role[i] = 'd'
+	}
+	for i, user := range p.users {
+		lc, err := f.newClient(i, user, role[i], t)
+		if err != nil {
+			f.closeProxies()
+			return nil, err
+		}
+		f.clients = append(f.clients, lc)
+	}
+	return f, nil
+}
+
+func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient, error) {
+	tok, err := t.token(user)
+	if err != nil {
+		return nil, fmt.Errorf("token for %s: %w", user, err)
+	}
+	lc := &loadClient{idx: i, connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
+	ccfg := client.Config{URL: t.url, Token: tok, Logger: f.cfg.Logger}
+	if lc.stalls {
+		// A one-event buffer makes a stalled consumer stop the SDK's
+		// reading, and so its acks, at once instead of after 1024 events.
+		ccfg.EventBuffer = 1
+	}
+	if role == 'd' {
+		if lc.proxy, err = newDropProxy(t.url); err != nil {
+			return nil, err
+		}
+		ccfg.URL = lc.proxy.URL()
+	}
+	if lc.c, err = client.New(ccfg); err != nil {
+		return nil, fmt.Errorf("client %s: %w", user, err)
+	}
+	return lc, nil
+}
+
+// track tells every client the chats it belongs to, once they exist.
+func (f *fleet) track() {
+	for _, lc := range f.clients {
+		for _, ci := range f.plan.clientChats[lc.idx] {
+			lc.c.Track(f.plan.chats[ci].id)
+		}
+	}
+}
+
+// connect starts every client at no more than ConnectRate per second and
+// waits until each has had its hello.
+func (f *fleet) connect(ctx context.Context) error {
+	rctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	gap := time.Second / time.Duration(max(f.cfg.ConnectRate, 1))
+	for _, lc := range f.clients {
+		f.wg.Add(2)
+		go f.run(rctx, lc)
+		go f.consume(lc)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(gap):
+		}
+	}
+	for _, lc := range f.clients {
+		select {
+		case <-lc.connected:
+		case <-lc.done:
+			return fmt.Errorf("client %s stopped before connecting: %w", f.plan.users[lc.idx], lc.runErr)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for connections: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (f *fleet) run(ctx context.Context, lc *loadClient) {
+	defer f.wg.Done()
+	defer close(lc.done)
+	if err := lc.c.Run(ctx); err != nil {
+		lc.runErr = err
+		f.cfg.Logger.Error("client stopped", "user", f.plan.users[lc.idx], "err", err)
+	}
+}
+
+// consume hands the client's events to the recorder. A stalling client
+// stops reading them for StallFor at random times until the load stops.
+func (f *fleet) consume(lc *loadClient) {
+	defer f.wg.Done()
+	events := lc.c.Events()
+	var nextStall <-chan time.Time
+	if lc.stalls {
+		nextStall = time.After(jitter(f.cfg.StallFor))
+	}
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			f.handle(lc, ev)
+		case <-nextStall:
+			nextStall = nil
+			if f.stall(lc) {
+				nextStall = time.After(jitter(f.cfg.StallFor))
+			}
+		}
+	}
+}
+
+// stall stops consuming for StallFor or until the load stops, and reports
+// whether the load is still running.
+func (f *fleet) stall(lc *loadClient) bool {
+	select {
+	case <-f.loadStop:
+		return false
+	default:
+	}
+	f.stallsBegun.Add(1)
+	lc.stalled.Store(true)
+	defer lc.stalled.Store(false)
+	select {
+	case <-time.After(f.cfg.StallFor):
+		return true
+	case <-f.loadStop:
+		return false
+	}
+}
+
+func (f *fleet) handle(lc *loadClient, ev client.Event) {
+	switch ev.Kind {
+	case client.EventMessage:
+		f.rec.deliver(lc.idx, ev.Message, ev.Via, time.Now())
+	case client.EventState:
+		if ev.State.Connected {
+			lc.connOnce.Do(func() { close(lc.connected) })
+		}
+	}
+}
+
+// startDrops runs a dropper per dropping client until the load stops.
+func (f *fleet) startDrops() {
+	for _, lc := range f.clients {
+		if lc.proxy == nil {
+			continue
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			for {
+				select {
+				case <-f.loadStop:
+					return
+				case <-time.After(jitter(f.cfg.DropEvery)):
+					f.drops.Add(int64(lc.proxy.drop()))
+				}
+			}
+		}()
+	}
+}
+
+// jitter returns d scaled by a uniform factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+// fire makes the i-th send of the load without waiting for its answer. A
+// stalled sender (a stuck app does not send) or one with maxInflight sends
+// outstanding skips its turn, counted.
+func (f *fleet) fire(i int64) {
+	sender, chat := f.plan.pick(i)
+	lc := f.clients[sender]
+	if lc.stalled.Load() || lc.inflight.Load() >= maxInflight {
+		f.skipped.Add(1)
+		return
+	}
+	lc.inflight.Add(1)
+	f.sends.Add(1)
+	go func() {
+		defer f.sends.Done()
+		defer lc.inflight.Add(-1)
+		n, cid := f.rec.begin(sender, chat)
+		acc, err := lc.c.SendCID(f.sendCtx, f.plan.chats[chat].id, cid, f.body)
+		f.rec.finish(sender, n, acc, err)
+	}()
+}
+
+// stopLoad ends stalls and drops; sends already made keep going.
+func (f *fleet) stopLoad() { f.stopOnce.Do(func() { close(f.loadStop) }) }
+
+// awaitSends waits for every send's answer until ctx ends, then gives up
+// on the rest (their outcome is recorded as unknown).
+func (f *fleet) awaitSends(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		f.sends.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		f.sendCancel()
+		<-done
+	}
+}
+
+// stats sums the SDK counters of every client.
+func (f *fleet) stats() client.Stats {
+	sum := client.Stats{Rejects: map[string]int64{}, Disconnects: map[int]int64{}}
+	for _, lc := range f.clients {
+		s := lc.c.Stats()
+		sum.MsgFrames += s.MsgFrames
+		sum.DuplicateFrames += s.DuplicateFrames
+		sum.DeliveredLive += s.DeliveredLive
+		sum.DeliveredHistory += s.DeliveredHistory
+		sum.HistoryPages += s.HistoryPages
+		sum.HistoryDuplicates += s.HistoryDuplicates
+		sum.SkippedSeqs += s.SkippedSeqs
+		sum.Resends += s.Resends
+		sum.Connects += s.Connects
+		sum.DialFailures += s.DialFailures
+		sum.Held += s.Held
+		for k, v := range s.Rejects {
+			sum.Rejects[k] += v
+		}
+		for k, v := range s.Disconnects {
+			sum.Disconnects[k] += v
+		}
+	}
+	return sum
+}
+
+// shutdown stops every client and waits for all fleet goroutines.
+func (f *fleet) shutdown() error {
+	f.stopLoad()
+	f.sendCancel()
+	f.sends.Wait()
+	if f.cancel != nil {
+		f.cancel()
+	} else {
+		for _, lc := range f.clients {
+			lc.c.Close()
+		}
+	}
+	f.wg.Wait()
+	f.closeProxies()
+	var errs []error
+	for _, lc := range f.clients {
+		if lc.runErr != nil && !errors.Is(lc.runErr, context.Canceled) {
+			errs = append(errs, lc.runErr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *fleet) closeProxies() {
+	for _, lc := range f.clients {
+		if lc.proxy != nil {
+			lc.proxy.Close()
+		}
+	}
+}

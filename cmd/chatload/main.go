@@ -1,0 +1,75 @@
+// Command chatload drives chatd with many SDK clients and reconciles every
+// accepted message against what each recipient received, live or from
+// history. It exits 1 when any accepted message was lost (or handed to an
+// application twice), so it can gate CI; 2 when the run itself failed.
+//
+//	chatload --scenario pairs --clients 600 --rate 2000 --duration 60s --html report.html
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var cfg Config
+	fs := flag.NewFlagSet("chatload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	embedded := registerFlags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *embedded && cfg.URL != "" {
+		fmt.Fprintln(stderr, "chatload: --embedded and --url exclude each other")
+		return 2
+	}
+	cfg.Out = stdout
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := runLoad(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "chatload:", err)
+		if rep == nil {
+			return 2
+		}
+	}
+	rep.writeText(stdout)
+	if err := writeFiles(&cfg, rep); err != nil {
+		fmt.Fprintln(stderr, "chatload:", err)
+		return 2
+	}
+	if !rep.Pass {
+		return 1
+	}
+	return 0
+}
+
+func writeFiles(cfg *Config, rep *Report) error {
+	if cfg.JSONPath != "" {
+		if err := rep.writeJSON(cfg.JSONPath); err != nil {
+			return err
+		}
+	}
+	if cfg.HTMLPath != "" {
+		if err := rep.writeHTML(cfg.HTMLPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// target is the chatd under load: a URL and a way to mint its tokens, plus
+// the in-process node when chatload started one.
+type target struct {
+	url      string
+	secret   []byte
+	embedded bool
+	stop     func() error // stops the embedded node and removes a temp dir
+}
+
+// startTarget starts an embedded node (cfg.URL empty) or resolves the
+// remote target's signing secret.
+func startTarget(ctx context.Context, cfg *Config) (*target, error) {
+	if cfg.URL != "" {
+		return remoteTarget(cfg)
+	}
+	return embeddedTarget(ctx, cfg)
+}
+
+func remoteTarget(cfg *Config) (*target, error) {
+	if cfg.JWTSecret == "" && cfg.DataDir == "" {
+		return nil, errors.New("with --url, give --jwt-secret (or CHATD_JWT_SECRET) or the target's --data-dir")
+	}
+	secret, err := node.JWTSecret(node.Config{JWTSecret: cfg.JWTSecret, DataDir: cfg.DataDir})
+	if err != nil {
+		return nil, fmt.Errorf("target secret: %w", err)
+	}
+	return &target{url: cfg.URL, secret: secret, stop: func() error { return nil }}, nil
+}
+
+// embeddedTarget starts chatd in this process. Its data dir must be
+// reachable by the postgres user the embedded cluster may run as, so a
+// temporary one is created world-traversable (0755) under os.TempDir.
+func embeddedTarget(ctx context.Context, cfg *Config) (*target, error) {
+	dir, temp := cfg.DataDir, false
+	if dir == "" {
+		d, err := os.MkdirTemp("", "chatload-")
+		if err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			os.RemoveAll(d)
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		dir, temp = d, true
+	}
+	ncfg := node.Config{
+		Listen:      "127.0.0.1:0",
+		DataDir:     dir,
+		JWTSecret:   cfg.JWTSecret,
+		AdminUsers:  []string{cfg.AdminUser},
+		Lease:       cfg.Lease,
+		MaxAttempts: cfg.MaxAttempts,
+		MaxPending:  cfg.MaxPending,
+		Grace:       cfg.Grace,
+		Logger:      cfg.Logger.With("component", "chatd"),
+	}
+	cleanup := func() {
+		if temp {
+			os.RemoveAll(dir)
+		}
+	}
+	n, err := node.Start(ctx, ncfg)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("start embedded chatd: %w", err)
+	}
+	secret, err := node.JWTSecret(ncfg)
+	if err != nil {
+		n.Close()
+		cleanup()
+		return nil, fmt.Errorf("embedded secret: %w", err)
+	}
+	// The node outlives the load's context: it must stay up through the
+	// drain and be shut down in order afterwards, not torn down mid-run.
+	nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var runErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = n.Run(nctx)
+	}()
+	stop := func() error {
+		cancel()
+		wg.Wait()
+		cleanup()
+		if runErr != nil {
+			return fmt.Errorf("embedded chatd: %w", runErr)
+		}
+		return nil
+	}
+	return &target{url: n.URL(), secret: secret, embedded: true, stop: stop}, nil
+}
+
+// token signs a token for user on the load's device.
+func (t *target) token(user string) (string, error) {
+	return api.IssueToken(t.secret, user, loadDevice, 24*time.Hour)
+}
+
+// loadDevice is every load client's device: each client is its own user,
+// so the device that sent a message is excluded only at its sender.
+const loadDevice = "load"
