@@ -1,0 +1,95 @@
+package main
+
+// An internal test: a command's package cannot be imported, so the smoke
+// run calls runLoad, the same function main calls, against an embedded
+// chatd (real PostgreSQL, real JetStream).
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSmokePairs(t *testing.T) {
+	rep := mustRun(t, Config{Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 3 * time.Second})
+	if rep.Accepted == 0 {
+		t.Fatalf("got 0 accepted, want > 0")
+	}
+	if rep.DeliveriesPerAccepted < 1 {
+		t.Errorf("got %.3f deliveries per accepted, want ≥ 1 (every recipient connected and healthy)", rep.DeliveriesPerAccepted)
+	}
+	if rep.SendToAccepted.Count == 0 || rep.SendToDelivered.Count == 0 {
+		t.Errorf("got latency counts %d/%d, want both > 0", rep.SendToAccepted.Count, rep.SendToDelivered.Count)
+	}
+	if !rep.OutboxObserved || !rep.OutboxDrained {
+		t.Errorf("outbox observed=%v drained=%v (%s), want both", rep.OutboxObserved, rep.OutboxDrained, rep.OutboxNote)
+	}
+}
+
+// TestSmokeFaults stalls and drops clients so that chatd abandons some
+// (lease 1 s, 2 attempts, 5 pending) and others reconnect after a cut:
+// every accepted message must still reach every recipient, via history.
+func TestSmokeFaults(t *testing.T) {
+	dir := t.TempDir()
+	rep := mustRun(t, Config{
+		Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 4 * time.Second,
+		StallPct: 20, StallFor: 2 * time.Second, DropPct: 20, DropEvery: time.Second,
+		Lease: time.Second, MaxAttempts: 2, MaxPending: 5,
+		JSONPath: filepath.Join(dir, "r.json"), HTMLPath: filepath.Join(dir, "r.html"),
+	})
+	if rep.Accepted == 0 {
+		t.Fatalf("got 0 accepted, want > 0")
+	}
+	if rep.Stalls == 0 || rep.Drops == 0 || rep.Reconnects == 0 {
+		t.Errorf("got stalls %d drops %d reconnects %d, want all > 0", rep.Stalls, rep.Drops, rep.Reconnects)
+	}
+	abandoned := rep.Disconnects["4000 abandoned"] + rep.Disconnects["4001 overloaded"]
+	if abandoned == 0 {
+		t.Errorf("got disconnects %v, want some 4000/4001 from the stalled clients", rep.Disconnects)
+	}
+	for _, p := range []string{"r.json", "r.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil || len(b) == 0 {
+			t.Errorf("report %s: %v (%d bytes)", p, err, len(b))
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "r.html")); !strings.Contains(string(b), "<svg") || strings.Contains(string(b), "<script") {
+		t.Errorf("html report: want inline svg and no script")
+	}
+}
+
+// mustRun runs a load and fails the test unless it completed with nothing
+// lost and nothing handed to an application twice.
+func mustRun(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	var out strings.Builder
+	cfg.Out = &out
+	cfg.Progress = time.Second
+	cfg.Drain = 15 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := runLoad(ctx, cfg)
+	if err != nil {
+		t.Fatalf("runLoad: %v", err)
+	}
+	rep.writeText(&out)
+	t.Log("\n" + out.String())
+	if err := writeFiles(&cfg, rep); err != nil {
+		t.Errorf("write reports: %v", err)
+	}
+	if rep.Lost != 0 || rep.MissingPairs != 0 {
+		t.Errorf("got lost %d (missing %d), want 0: %+v", rep.Lost, rep.MissingPairs, rep.LostExamples)
+	}
+	if rep.DuplicatesToApp != 0 || rep.Mismatched != 0 {
+		t.Errorf("got %d duplicates to the app and %d mismatched, want 0", rep.DuplicatesToApp, rep.Mismatched)
+	}
+	if !rep.Pass {
+		t.Errorf("report did not pass")
+	}
+	return rep
+}
