@@ -92,7 +92,10 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	mon.sample(ctx) // the final state, after the drain
 
 	rep = buildReport(&cfg, tgt, p, rec, fl, mon, run, deliveryDrain)
-	rep.OutboxObserved, rep.OutboxNote = ob != nil, obNote
+	rep.OutboxObserved = ob != nil
+	if ob == nil {
+		rep.OutboxNote = obNote
+	}
 	if cfg.Scenario == scenarioIdle && rssConnected > rssBefore {
 		rep.RSSPerConnKiB = float64(rssConnected-rssBefore) / 1024 / float64(len(p.users))
 	}
@@ -187,7 +190,10 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 	r.OutboxPeakPG, r.OutboxPeakStream, r.PeakRSS = mon.peakPG, mon.peakStream, mon.peakRSS
 	r.Timeline = mon.samples
 	if mon.procErr != nil {
-		r.ProcNote = "sampling failed: " + mon.procErr.Error()
+		r.ProcNote = "some samples failed: " + mon.procErr.Error()
+	}
+	if mon.outboxErr != nil {
+		r.OutboxNote = "some polls failed: " + mon.outboxErr.Error()
 	}
 	mon.mu.Unlock()
 	if d, ok := mon.outboxDrain(); ok {

@@ -135,7 +135,9 @@ func (m *monitor) sampleOutbox(ctx context.Context, s *Sample) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.outboxErr = err
+		if ctx.Err() == nil { // not the monitor being stopped mid-poll
+			m.outboxErr = err
+		}
 		return
 	}
 	s.OutboxPostgres, s.StreamBacklog, s.StreamMsgs, s.Pins = ob.PostgresDepth, ob.StreamBacklog, ob.StreamMsgs, ob.Pins
@@ -152,7 +154,9 @@ func (m *monitor) sampleProc(ctx context.Context, s *Sample) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.procErr = err
+		if ctx.Err() == nil { // not the monitor being stopped mid-scrape
+			m.procErr = err
+		}
 		return
 	}
 	s.RSS, s.CPU = rss, cpu

@@ -104,7 +104,7 @@ func (r *Report) writeText(w io.Writer) {
 	p("deliveries        %d expected; %d msg frames on the wire = %.4f per accepted·recipient; duplicate frames %d",
 		r.ExpectedDeliveries, r.MsgFrames, r.DeliveriesPerAccepted, r.DuplicateFrames)
 	p("handed out        live %d, history %d; every recipient complete %.1f s after the load stopped", r.DeliveredLive, r.DeliveredHistory, r.DeliveryDrainS)
-	p("reconnects        %d  by close code: %s  (stalls %d, drops %d, dial failures %d, resends %d)",
+	p("reconnects        %d  by close code: %s  (stalls %d, TCP connections cut %d, dial failures %d, resends %d)",
 		r.Reconnects, fmtCounts(r.Disconnects), r.Stalls, r.Drops, r.DialFailures, r.Resends)
 	p("send→accepted     %s", fmtQ(r.SendToAccepted))
 	p("send→delivered    %s (live only)", fmtQ(r.SendToDelivered))
@@ -114,6 +114,9 @@ func (r *Report) writeText(w io.Writer) {
 			drain = fmt.Sprintf("drained %.1f s after the load stopped", r.OutboxDrainS)
 		}
 		p("outbox            peak postgres %d, peak stream backlog %d; %s", r.OutboxPeakPG, r.OutboxPeakStream, drain)
+		if r.OutboxNote != "" {
+			p("                  %s", r.OutboxNote)
+		}
 	} else {
 		p("outbox            not observed: %s", r.OutboxNote)
 	}
