@@ -81,7 +81,8 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	dctx, dcancel := context.WithTimeout(ctx, cfg.Drain)
 	defer dcancel()
 	fl.awaitSends(dctx)
-	_, deliveryDrain := rec.awaitDelivered(dctx, 200*time.Millisecond)
+	rec.awaitDelivered(dctx, 200*time.Millisecond)
+	deliveryDrain := time.Since(run.stoppedAt) // from the load's stop, not from the last answer
 	if ob != nil {
 		select {
 		case <-mon.drained:
@@ -107,6 +108,7 @@ type loadRun struct {
 	fired, backlogDropped int64
 	cpuStart, cpuStop     float64
 	elapsed               time.Duration
+	stoppedAt             time.Time
 }
 
 // runLoadPhase paces sends through warm-up and the measured duration,
@@ -126,7 +128,8 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mo
 	lctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
 	run.fired, run.backlogDropped = newPacer(cfg.Rate).run(lctx, fl.fire)
-	run.elapsed = time.Since(start)
+	run.stoppedAt = time.Now()
+	run.elapsed = run.stoppedAt.Sub(start)
 	fl.stopLoad()
 	_, run.cpuStop, _ = proc.sample(ctx)
 	return run

@@ -67,20 +67,14 @@ func (r *recorder) reconcile(examples int) reconciliation {
 	return out
 }
 
-// awaitDelivered polls reconcile until nothing is missing or ctx ends, and
-// returns the last result and how long it took.
-func (r *recorder) awaitDelivered(ctx context.Context, poll time.Duration) (reconciliation, time.Duration) {
-	start := time.Now()
+// awaitDelivered polls reconcile until nothing is missing or ctx ends.
+func (r *recorder) awaitDelivered(ctx context.Context, poll time.Duration) {
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	for {
-		rc := r.reconcile(0)
-		if rc.Missing == 0 {
-			return rc, time.Since(start)
-		}
+	for r.reconcile(0).Missing != 0 {
 		select {
 		case <-ctx.Done():
-			return rc, time.Since(start)
+			return
 		case <-t.C:
 		}
 	}
