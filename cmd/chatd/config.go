@@ -28,6 +28,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
 	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
 	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
+	f.String(&c.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it private")
 
 	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "inbound queue; beyond it a send is rejected overloaded")
 	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 36, "messages per group-commit transaction")

@@ -22,11 +22,13 @@ import (
 func stderr() io.Writer { return os.Stderr }
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "chatd:", err)
-		}
-		os.Exit(2)
+	err := run(os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "chatd:", err)
+		os.Exit(1)
 	}
 }
 

@@ -35,6 +35,9 @@ type Config struct {
 	AllowedOrigins []string
 	// AdminUsers may read /api/admin/outbox.
 	AdminUsers []string
+	// DebugListen serves Go's profiler (/debug/pprof/) on this address.
+	// Empty: no profiler.
+	DebugListen string
 
 	QueueSize    int
 	BatchSize    int

@@ -52,6 +52,9 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
 	deliver.start(failed, "retention", n.pruneHistory)
+	if n.cfg.DebugListen != "" {
+		web.start(failed, "debug", n.serveDebug)
+	}
 	n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
 
 	var err error
