@@ -1,0 +1,119 @@
+package e2e_test
+
+import (
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/client"
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// relayActive reports the chatd_relay_active gauge of each node.
+func relayActive(t *testing.T, nodes ...*runningNode) []float64 {
+	t.Helper()
+	out := make([]float64, len(nodes))
+	for i, rn := range nodes {
+		out[i] = rn.metric(t, "chatd_relay_active")
+	}
+	return out
+}
+
+// Two nodes on one PostgreSQL and one NATS elect one relay; recipients on
+// either node receive what is sent on the other; cancelling the relay's
+// node hands the relay over and delivery goes on through it.
+func TestTwoNodesOneRelayHandsOver(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{}))
+	eventually(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
+	b := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "b", node.Config{}))
+
+	alice := mustPeer(t, a.URL(), "alice", "", nil)
+	chat := alice.mustDirect(t, "bob")
+	alice.c.Track(chat)
+	bob := mustPeer(t, b.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
+	bob.waitConnected(t, 1)
+
+	var fromAlice, fromBob []client.Accepted
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fromAlice = alice.sendN(t, chat, "a", 15, 5*time.Millisecond) }()
+	go func() { defer wg.Done(); fromBob = bob.sendN(t, chat, "b", 15, 5*time.Millisecond) }()
+	wg.Wait()
+	all := idsAfter(0, fromAlice, fromBob)
+	alice.reconcile(t, chat, 1, all, 10*time.Second)
+	bob.reconcile(t, chat, 1, all, 10*time.Second)
+	if got := relayActive(t, a, b); got[0] != 1 || got[1] != 0 {
+		t.Fatalf("relay active on a, b = %v, want exactly one (a)", got)
+	}
+	for name, p := range map[string]*peer{"alice": alice, "bob": bob} {
+		if st := p.c.Stats(); st.DeliveredLive != 15 {
+			t.Errorf("%s got %d of the other node's 15 messages live, want all (stats %+v)", name, st.DeliveredLive, st)
+		}
+	}
+
+	// Cancel the relay's node; b takes over within its standby period.
+	alice.stop(t)
+	if err := a.stop(t); err != nil {
+		t.Fatalf("node a: %v", err)
+	}
+	start := time.Now()
+	eventually(t, 6*time.Second, "node b takes over the relay", func() bool { return b.metric(t, "chatd_relay_active") == 1 })
+	t.Logf("relay handed over in %v", time.Since(start).Round(time.Millisecond))
+
+	// A new node c stands by; what is sent on c reaches bob on b only
+	// through b's relay, the stream and b's consumer.
+	c := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "c", node.Config{}))
+	alice2 := mustPeer(t, c.URL(), "alice", "", nil)
+	later := alice2.sendN(t, chat, "c", 10, 5*time.Millisecond)
+	bob.reconcile(t, chat, 1, idsAfter(0, fromAlice, fromBob, later), 10*time.Second)
+	eventually(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
+	if got := relayActive(t, b, c); got[0] != 1 || got[1] != 0 {
+		t.Fatalf("relay active on b, c = %v, want exactly one (b)", got)
+	}
+}
+
+// NATS restarted mid-flow (same port, same store): sends keep being
+// accepted into PostgreSQL, the outbox absorbs the outage and drains when
+// NATS is back, and the recipient on the other node has every accepted
+// message, live or from history.
+func TestNATSRestartMidFlow(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	dir := t.TempDir()
+	ns := mustNATS(t, dir, "127.0.0.1:0")
+	natsURL := ns.ClientURL()
+	u, err := url.Parse(natsURL)
+	if err != nil {
+		t.Fatalf("nats url %q: %v", natsURL, err)
+	}
+	a := mustRunNode(t, nodeConfig(dsn, natsURL, "a", node.Config{}))
+	b := mustRunNode(t, nodeConfig(dsn, natsURL, "b", node.Config{}))
+	alice := mustPeer(t, a.URL(), "alice", "", nil)
+	chat := alice.mustDirect(t, "bob")
+	bob := mustPeer(t, b.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
+	bob.waitConnected(t, 1)
+
+	const total = 60
+	var sent []client.Accepted
+	done := make(chan struct{})
+	go func() { defer close(done); sent = alice.sendN(t, chat, "m", total, 20*time.Millisecond) }()
+
+	eventually(t, 10*time.Second, "the first sends are accepted", func() bool { return alice.c.Stats().Accepted >= 15 })
+	ns.Shutdown()
+	eventually(t, 10*time.Second, "sends are accepted while NATS is down", func() bool { return alice.c.Stats().Accepted >= 30 })
+	if got := a.outboxDepth(t); got == 0 {
+		t.Fatal("the PostgreSQL outbox is empty while NATS is down: the relay cannot have published")
+	}
+	mustNATS(t, dir, u.Host)
+	<-done
+	if len(sent) != total {
+		t.Fatalf("%d of %d sends accepted", len(sent), total)
+	}
+	bob.reconcile(t, chat, 1, idsAfter(0, sent), 15*time.Second)
+	eventually(t, 15*time.Second, "the PostgreSQL outbox drains after NATS returns", func() bool { return a.outboxDepth(t) == 0 })
+	st := bob.c.Stats()
+	t.Logf("recipient: %d live, %d from history, %d reconnects", st.DeliveredLive, st.DeliveredHistory, st.Connects-1)
+}
