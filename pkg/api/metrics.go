@@ -1,7 +1,7 @@
 package api
 
 import (
-	"fmt"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,34 +18,32 @@ type metrics struct {
 	responses   *prometheus.CounterVec // REST responses by status
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	// promauto.With(nil) builds without registering (tests, a component
+	// used alone); a duplicate name on the app registry is a wiring bug and panics.
+	f := promauto.With(reg)
 	m := &metrics{
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_ws_connections", Help: "Open WebSocket connections.",
 		}),
-		framesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+		framesIn: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_in_total", Help: "Client frames received, by type (invalid and protocol for bad ones).",
 		}, []string{"type"}),
-		framesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+		framesOut: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_out_total", Help: "Server frames written, by type.",
 		}, []string{"type"}),
-		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
+		rejects: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_rejects_total", Help: "rejected frames sent, by code.",
 		}, []string{"code"}),
-		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		closes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_closes_total", Help: "WebSocket connections ended, by close code (peer: the client closed or vanished).",
 		}, []string{"code"}),
-		queueFull: prometheus.NewCounterVec(prometheus.CounterOpts{
+		queueFull: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_outbound_full_total", Help: "Frames not queued because a connection's outbound queue was full, by type.",
 		}, []string{"type"}),
-		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+		responses: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_http_responses_total", Help: "HTTP responses, by status code.",
 		}, []string{"status"}),
 	}
-	for _, c := range []prometheus.Collector{m.connections, m.framesIn, m.framesOut, m.rejects, m.closes, m.queueFull, m.responses} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register api metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m
 }

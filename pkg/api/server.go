@@ -38,10 +38,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registry)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(cfg.Registry)
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "api"),

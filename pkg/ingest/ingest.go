@@ -124,10 +124,7 @@ func New(cfg Config) (*Ingest, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(cfg.Registerer)
 	return &Ingest{
 		cfg:     cfg,
 		queue:   make(chan item, cfg.QueueSize),

@@ -2,7 +2,7 @@ package ingest
 
 import (
 	"errors"
-	"fmt"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/chatd/chatd"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,41 +18,36 @@ type metrics struct {
 	commitSeconds prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	// promauto.With(nil) builds without registering (tests, a component
+	// used alone); a duplicate name on the app registry is a wiring bug and panics.
+	f := promauto.With(reg)
 	m := &metrics{
-		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+		accepted: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_ingest_accepted_total", Help: "Messages durably accepted (history and outbox committed).",
 		}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+		duplicates: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_ingest_duplicates_total", Help: "Resends of an already stored (sender, cid), answered with the original.",
 		}),
-		failedBatches: prometheus.NewCounter(prometheus.CounterOpts{
+		failedBatches: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_ingest_failed_batches_total", Help: "Batches whose transaction failed; their senders were told to resend.",
 		}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+		rejected: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ingest_rejected_total", Help: "Sends not accepted, by reason.",
 		}, []string{"reason"}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+		queued: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_ingest_queue_depth", Help: "Sends waiting in the inbound queue.",
 		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+		batchSize: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "chatd_ingest_batch_size", Help: "Sends per group-commit batch.",
 			Buckets: []float64{1, 2, 4, 8, 16, 36, 64, 128, 256},
 		}),
-		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+		commitSeconds: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "chatd_ingest_commit_seconds", Help: "Latency of one group-commit transaction.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.accepted, m.duplicates, m.failedBatches, m.rejected, m.queued, m.batchSize, m.commitSeconds} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register ingest metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m
 }
 
 func rejectLabel(err error) string {

@@ -1,7 +1,7 @@
 package push
 
 import (
-	"fmt"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,35 +15,30 @@ type metrics struct {
 	withdrawn    *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	// promauto.With(nil) builds without registering (tests, a component
+	// used alone); a duplicate name on the app registry is a wiring bug and panics.
+	f := promauto.With(reg)
 	m := &metrics{
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_push_connections", Help: "Sessions registered for live delivery on this node.",
 		}),
-		frames: prometheus.NewCounterVec(prometheus.CounterOpts{
+		frames: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery).",
 		}, []string{"path"}),
-		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+		redeliveries: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_redeliveries_total", Help: "msg frames re-sent after a lease expired un-acked.",
 		}),
-		acks: prometheus.NewCounter(prometheus.CounterOpts{
+		acks: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_acks_total", Help: "Message ids acked by clients.",
 		}),
-		ackSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ackSeconds: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "chatd_push_ack_seconds", Help: "From the stream delivery to the client's ack.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		withdrawn: prometheus.NewCounterVec(prometheus.CounterOpts{
+		withdrawn: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_push_withdrawn_total", Help: "Connections withdrawn from live delivery, by reaper or reason.",
 		}, []string{"reason"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.connections, m.frames, m.redeliveries, m.acks, m.ackSeconds, m.withdrawn} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register push metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m
 }

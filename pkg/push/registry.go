@@ -63,10 +63,7 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(cfg.Registerer)
 	return &Registry{
 		cfg:        cfg,
 		log:        cfg.Logger.With("component", "push", "node", cfg.NodeID),

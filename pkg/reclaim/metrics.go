@@ -1,7 +1,7 @@
 package reclaim
 
 import (
-	"fmt"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,28 +13,23 @@ type metrics struct {
 	resets prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	// promauto.With(nil) builds without registering (tests, a component
+	// used alone); a duplicate name on the app registry is a wiring bug and panics.
+	f := promauto.With(reg)
 	m := &metrics{
-		floor: prometheus.NewGauge(prometheus.GaugeOpts{
+		floor: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_reclaim_floor", Help: "The Tetris floor: the lowest stream sequence still needed.",
 		}),
-		depth: prometheus.NewGauge(prometheus.GaugeOpts{
+		depth: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_stream_messages", Help: "Messages in the delivery stream.",
 		}),
-		purged: prometheus.NewCounter(prometheus.CounterOpts{
+		purged: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_reclaim_purged_total", Help: "Stream messages purged below the floor.",
 		}),
-		resets: prometheus.NewCounter(prometheus.CounterOpts{
+		resets: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_reclaim_stream_resets_total", Help: "Times the stream's sequences went backwards.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.floor, m.depth, m.purged, m.resets} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register reclaim metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m
 }

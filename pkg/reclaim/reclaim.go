@@ -75,10 +75,7 @@ func New(cfg Config) (*Reclaimer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(cfg.Registerer)
 	return &Reclaimer{cfg: cfg, log: cfg.Logger.With("component", "reclaim"), metrics: m}, nil
 }
 

@@ -87,10 +87,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newRelayMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newRelayMetrics(cfg.Registerer)
 	return &Relay{cfg: cfg, log: cfg.Logger.With("component", "relay"), wake: make(chan struct{}, 1), metrics: m}, nil
 }
 
