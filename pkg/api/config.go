@@ -67,7 +67,8 @@ type Config struct {
 	Limits Limits
 	// OutboundQueue bounds each connection's queue of frames waiting for its
 	// writer. A full queue makes Deliver return false, and closes the
-	// connection (4001) when an `accepted`/`rejected` would be lost. Zero means 256.
+	// connection (4001) when an `accepted`/`rejected` would be lost. Zero means
+	// Credits + 2×MaxPending + 16 (120 with the defaults).
 	OutboundQueue int
 	// WriteTimeout bounds one frame write. Zero means 10 s.
 	WriteTimeout time.Duration
@@ -124,7 +125,9 @@ func (c *Config) setDefaults() error {
 		c.Listen = ":8080"
 	}
 	c.Limits.setDefaults()
-	setInt(&c.OutboundQueue, 256)
+	// Room for every credit's answer plus twice max-pending messages: a
+	// healthy client never fills it, and it costs memory per connection.
+	setInt(&c.OutboundQueue, c.Limits.Credits+2*c.Limits.MaxPending+16)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.StoreTimeout, 5*time.Second)
 	setInt(&c.RESTRatePerSecond, 20)

@@ -18,6 +18,8 @@ type gateway struct {
 	cfg     *Config
 	srv     *Server
 	metrics *metrics
+	// writeBuffers lends write buffers to sockets for the length of a write.
+	writeBuffers sync.Pool
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -85,9 +87,14 @@ func (g *gateway) upgrade() fiber.Handler {
 	return websocket.New(g.serve, websocket.Config{
 		Origins:           []string{"*"},
 		EnableCompression: false,
-		ReadBufferSize:    4096,
-		WriteBufferSize:   4096,
-		RecoverHandler:    g.recovered,
+
+		// Small read buffer: frames are small and larger ones still read
+		// through it. Write buffers come from a pool and are held only while
+		// a frame is written, so an idle connection costs no write buffer.
+		ReadBufferSize:  1024,
+		WriteBufferSize: 4096,
+		WriteBufferPool: &g.writeBuffers,
+		RecoverHandler:  g.recovered,
 	})
 }
 
