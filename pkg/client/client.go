@@ -99,7 +99,7 @@ func (c *Client) TrackFrom(chat string, afterSeq int64) {
 		return
 	}
 	if s := c.session(); s != nil {
-		s.syncer.request(chat, 0)
+		s.syncer.schedule(chat, 0, false)
 	}
 }
 

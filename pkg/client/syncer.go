@@ -18,27 +18,48 @@ type syncer struct {
 	wake chan struct{}
 
 	mu    sync.Mutex
-	due   map[string]time.Time // chat → when to fetch it
-	fails map[string]int       // chat → consecutive failed fetches
-	list  bool                 // TrackAll: list the chats before anything else
+	due   map[string]dueFetch // chat → when (and whether) to fetch it
+	fails map[string]int      // chat → consecutive failed fetches
+	list  bool                // TrackAll: list the chats before anything else
+}
+
+// dueFetch is a scheduled history fetch. A fetch asked for by a gap is
+// skipped if live frames closed the gap in the meantime: live frames often
+// overtake each other by a few milliseconds, and fetching after every such
+// reorder would cost the server a history query per reorder.
+type dueFetch struct {
+	at    time.Time
+	ifGap bool
 }
 
 func newSyncer(s *session) *syncer {
 	return &syncer{
 		s:     s,
 		wake:  make(chan struct{}, 1),
-		due:   make(map[string]time.Time),
+		due:   make(map[string]dueFetch),
 		fails: make(map[string]int),
 	}
 }
 
 // request schedules a fetch of chat after d, or sooner if one is already due
-// sooner.
-func (y *syncer) request(chat string, d time.Duration) {
+// sooner. The fetch happens only if chat still has a gap then.
+func (y *syncer) request(chat string, d time.Duration) { y.schedule(chat, d, true) }
+
+// schedule schedules a fetch of chat after d; ifGap makes it conditional on
+// a gap at that time. An unconditional fetch already scheduled stays so.
+func (y *syncer) schedule(chat string, d time.Duration, ifGap bool) {
 	at := time.Now().Add(d)
 	y.mu.Lock()
-	if cur, ok := y.due[chat]; !ok || at.Before(cur) {
-		y.due[chat] = at
+	cur, ok := y.due[chat]
+	switch {
+	case !ok:
+		y.due[chat] = dueFetch{at: at, ifGap: ifGap}
+	default:
+		if at.Before(cur.at) {
+			cur.at = at
+		}
+		cur.ifGap = cur.ifGap && ifGap
+		y.due[chat] = cur
 	}
 	y.mu.Unlock()
 	signal(y.wake)
@@ -51,7 +72,7 @@ func (y *syncer) resyncAll() {
 	y.list = y.s.c.cfg.TrackAll
 	y.mu.Unlock()
 	for _, chat := range y.s.c.tracker.list() {
-		y.request(chat, 0)
+		y.schedule(chat, 0, false)
 	}
 	signal(y.wake)
 }
@@ -91,12 +112,15 @@ func (y *syncer) takeDue(now time.Time) ([]string, time.Duration) {
 	defer y.mu.Unlock()
 	var chats []string
 	next := time.Hour
-	for chat, at := range y.due {
-		if !at.After(now) {
+	for chat, f := range y.due {
+		switch {
+		case f.at.After(now):
+			next = min(next, f.at.Sub(now))
+		case f.ifGap && !y.s.c.tracker.hasGap(chat):
+			delete(y.due, chat) // filled live in the meantime
+		default:
 			chats = append(chats, chat)
 			delete(y.due, chat)
-		} else {
-			next = min(next, at.Sub(now))
 		}
 	}
 	return chats, next
@@ -118,7 +142,7 @@ func (y *syncer) listIfAsked(ctx context.Context) error {
 		y.mu.Unlock()
 		for _, ch := range chats {
 			if c.tracker.track(ch.ID, 0) {
-				y.request(ch.ID, 0)
+				y.schedule(ch.ID, 0, false)
 			}
 		}
 		return nil
@@ -166,6 +190,6 @@ func (y *syncer) syncOne(ctx context.Context, chat string) error {
 	y.mu.Unlock()
 	d := c.backoff.delay(n)
 	c.log.Warn("history sync failed; retrying", "chat", chat, "in", d, "err", err)
-	y.request(chat, d)
+	y.schedule(chat, d, false)
 	return nil
 }
