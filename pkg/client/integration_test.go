@@ -301,7 +301,7 @@ func TestIntegrationResyncAfterReconnect(t *testing.T) {
 	bob2 := mustClient(t, n, "bob", "phone", nil)
 	bob2.TrackFrom(chat, pos)
 	b2 := run(t, bob2, false)
-	got := b2.waitMessages(t, chat, len(missed), 10*time.Second)
+	b2.waitMessages(t, chat, len(missed), 10*time.Second)
 	want := map[string]bool{}
 	for _, id := range missed {
 		want[id] = true
@@ -317,7 +317,7 @@ func TestIntegrationResyncAfterReconnect(t *testing.T) {
 
 	// After the resync it is live again.
 	after := sendN(t, alice, chat, "back", 3)
-	got = b2.waitMessages(t, chat, len(missed)+len(after), 10*time.Second)
+	got := b2.waitMessages(t, chat, len(missed)+len(after), 10*time.Second)
 	for _, id := range after {
 		want[id] = true
 	}

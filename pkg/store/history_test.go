@@ -29,7 +29,7 @@ func TestHistoryPaging(t *testing.T) {
 	ctx := context.Background()
 	c := mustGroup(t, s, "alice")
 	other := mustGroup(t, s, "alice")
-	const total = 3000
+	const total = 10000 // the size: paged by since and by after_seq
 	want := mustFill(t, s, c.ID, "alice", total)
 	otherMsgs := mustFill(t, s, other.ID, "alice", 3)
 
@@ -41,8 +41,8 @@ func TestHistoryPaging(t *testing.T) {
 		{"since id", store.HistoryQuery{Limit: 100}, func(m chatd.Message) store.HistoryQuery {
 			return store.HistoryQuery{SinceID: m.ID, Limit: 100}
 		}},
-		{"after seq", store.HistoryQuery{Limit: 7}, func(m chatd.Message) store.HistoryQuery {
-			return store.HistoryQuery{AfterSeq: m.Seq, Limit: 7}
+		{"after seq", store.HistoryQuery{Limit: 97}, func(m chatd.Message) store.HistoryQuery {
+			return store.HistoryQuery{AfterSeq: m.Seq, Limit: 97}
 		}},
 		{"unknown since id starts at the oldest", store.HistoryQuery{SinceID: "01UNKNOWN", AfterSeq: 500, Limit: 999}, func(m chatd.Message) store.HistoryQuery {
 			return store.HistoryQuery{SinceID: m.ID, Limit: 999}
