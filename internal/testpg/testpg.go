@@ -14,6 +14,7 @@ package testpg
 import (
 	"context"
 	"fmt"
+	"go.uber.org/goleak"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -78,6 +79,18 @@ func run(m *testing.M) int {
 		if code == 0 {
 			code = 1
 		}
+	}
+	// Every goroutine a component starts has an owner that stops it: once
+	// the tests and their cleanups are done, none may be left running.
+	// Two of fasthttp's own are not ours to stop: its worker-pool cleaner
+	// sleeps out its 10 s tick after the server stopped (then exits), and
+	// its process-wide date updater runs for the life of the process.
+	if err := goleak.Find(
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	); err != nil && code == 0 {
+		fmt.Fprintf(os.Stderr, "testpg: goroutines leaked by the tests: %v\n", err)
+		code = 1
 	}
 	return code
 }

@@ -28,7 +28,9 @@ type wireServer struct {
 	hist  []chatd.Message // history of chat "c"
 }
 
-func (w *wireServer) frames(conn *websocket.Conn, out chan<- map[string]any) {
+// frames reads client frames into out until the connection ends or the
+// handler stops listening (done), so it never outlives its connection.
+func (w *wireServer) frames(conn *websocket.Conn, out chan<- map[string]any, done <-chan struct{}) {
 	defer close(out)
 	for {
 		var f map[string]any
@@ -45,7 +47,11 @@ func (w *wireServer) frames(conn *websocket.Conn, out chan<- map[string]any) {
 			}
 		}
 		w.mu.Unlock()
-		out <- f
+		select {
+		case out <- f:
+		case <-done:
+			return
+		}
 	}
 }
 
@@ -67,7 +73,9 @@ func (w *wireServer) serveWS(rw http.ResponseWriter, r *http.Request) {
 	conn.WriteJSON(map[string]any{"type": "hello", "user": "alice", "device": "d1",
 		"limits": map[string]int{"credits": 1, "ping_interval_ms": 10000}})
 	in := make(chan map[string]any)
-	go w.frames(conn, in)
+	done := make(chan struct{})
+	defer close(done)
+	go w.frames(conn, in, done)
 	for f := range in {
 		if f["type"] != "send" {
 			continue

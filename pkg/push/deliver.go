@@ -19,6 +19,10 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 	if _, ok := r.deliveries[m.ID]; ok {
 		return // the stream delivery overtook the fast path
 	}
+	if _, ok := r.streamFirst[m.ID]; ok {
+		delete(r.streamFirst, m.ID)
+		return // overtaken, and already acked by everyone
+	}
 	for _, user := range recipients {
 		for _, s := range r.byUser[user] {
 			if user == m.From && s.conn.Device() == m.Device {
@@ -92,7 +96,9 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 		}
 	default:
 		d = &delivery{seq: seq, msg: msg, m: env.Message, waiting: make(map[*session]struct{}), sentAt: now}
-		r.fanOutLocked(d, env.Recipients)
+		if r.fanOutLocked(d, env.Recipients) {
+			r.streamFirst[d.m.ID] = now
+		}
 		if len(d.waiting) == 0 {
 			return true, nil
 		}
@@ -113,8 +119,8 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 
 // fanOutLocked adds d to the pending set of every local recipient that has
 // not acked it through the fast path, sending the frame to those the fast
-// path did not reach.
-func (r *Registry) fanOutLocked(d *delivery, recipients []string) {
+// path did not reach. It reports whether it sent any frame itself.
+func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 	for _, user := range recipients {
 		for _, s := range r.byUser[user] {
 			if user == d.m.From && s.conn.Device() == d.m.Device {
@@ -131,9 +137,11 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) {
 			s.pending[d.seq] = d
 			if !fast && s.conn.Deliver(&d.m) {
 				r.metrics.frames.WithLabelValues("stream").Inc()
+				sent = true
 			}
 		}
 	}
+	return sent
 }
 
 // Ack records that c has the messages with these ids. Each id leaves c's

@@ -222,3 +222,23 @@ func TestFastPathThenStreamDeliversOnce(t *testing.T) {
 			len(bob.received()), len(alicePhone.received()), len(aliceWeb.received()))
 	}
 }
+
+// The relay can publish a message (woken by the commit's NOTIFY) before
+// ingest runs the fast path; if the recipient acked the stream delivery in
+// the meantime, the late fast path must not send the frame again.
+func TestLateFastPathAfterAckedStreamDeliverySendsNothing(t *testing.T) {
+	e := mustEnv(t)
+	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second })
+	bob := &recConn{user: "bob", device: "phone"}
+	r.Attach(bob)
+	m := e.newMsg("alice")
+	m.Device = "web"
+	_, seq := e.publishMsg(t, m, "web", "alice", "bob")
+	waitFor(t, "stream delivery", func() bool { return len(bob.received()) == 1 })
+	r.Ack(bob, []string{m.ID})
+	waitFor(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
+	r.FastPath(&m, []string{"alice", "bob"})
+	if got := len(bob.received()); got != 1 {
+		t.Fatalf("bob got %d frames, want 1: the late fast path re-sent an acked message", got)
+	}
+}

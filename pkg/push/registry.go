@@ -54,6 +54,12 @@ type Registry struct {
 	byUser     map[string][]*session
 	deliveries map[string]*delivery // by message id
 	finals     map[*delivery]struct{}
+	// streamFirst remembers messages whose stream delivery reached a local
+	// recipient before the fast path did (the relay can be woken by the
+	// commit's NOTIFY before ingest runs the fast path). The fast path then
+	// skips them even if every recipient has acked already and the delivery
+	// is gone. Rare, so small; pruned by Reap after FastMemory.
+	streamFirst map[string]time.Time
 }
 
 type sessionKey struct{ user, device string }
@@ -72,6 +78,8 @@ func New(cfg Config) (*Registry, error) {
 		byUser:     make(map[string][]*session),
 		deliveries: make(map[string]*delivery),
 		finals:     make(map[*delivery]struct{}),
+
+		streamFirst: make(map[string]time.Time),
 	}, nil
 }
 

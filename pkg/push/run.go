@@ -94,6 +94,11 @@ func (r *Registry) Reap() {
 		}
 	}
 	cutoff := now.Add(-r.cfg.FastMemory)
+	for id, at := range r.streamFirst {
+		if at.Before(cutoff) {
+			delete(r.streamFirst, id)
+		}
+	}
 	for _, s := range r.sessions {
 		for id, fe := range s.fast {
 			if fe.at.Before(cutoff) {

@@ -1,0 +1,10 @@
+package reclaim_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// No goroutine may outlive the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
