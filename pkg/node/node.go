@@ -74,6 +74,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.build(ctx, secret); err != nil {
 		return nil, err
 	}
+	n.registerOutboxGauges()
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
 	}

@@ -37,6 +37,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			if s.conn.Deliver(m) {
 				s.fast[m.ID] = fastEntry{at: now}
 				r.metrics.frames.WithLabelValues("fast").Inc()
+				r.metrics.firstFrames.Inc()
 			}
 		}
 	}
@@ -137,6 +138,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 			s.pending[d.seq] = d
 			if !fast && s.conn.Deliver(&d.m) {
 				r.metrics.frames.WithLabelValues("stream").Inc()
+				r.metrics.firstFrames.Inc()
 				sent = true
 			}
 		}

@@ -10,6 +10,7 @@ type metrics struct {
 	connections  prometheus.Gauge
 	frames       *prometheus.CounterVec
 	redeliveries prometheus.Counter
+	firstFrames  prometheus.Counter
 	acks         prometheus.Counter
 	ackSeconds   prometheus.Histogram
 	withdrawn    *prometheus.CounterVec
@@ -26,6 +27,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		frames: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery).",
 		}, []string{"path"}),
+		firstFrames: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_push_first_deliveries_total",
+			Help: "(message, connection) pairs handed a frame for the first time; delivered frames over this is deliveries per accepted per recipient (1.0 = no re-sends).",
+		}),
 		redeliveries: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_redeliveries_total", Help: "msg frames re-sent after a lease expired un-acked.",
 		}),
