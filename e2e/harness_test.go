@@ -20,6 +20,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
@@ -45,22 +46,11 @@ func testLogger() *slog.Logger {
 // node needs a URL), stopped when the test ends.
 func mustNATS(t *testing.T, storeDir, listen string) *embedded.NATS {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: storeDir, Listen: listen})
-	if err != nil {
-		t.Fatalf("start nats on %s: %v", listen, err)
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns
+	return testnode.NATS(t, storeDir, listen)
 }
 
-// runningNode is a node.Node whose Run the test owns.
-type runningNode struct {
-	*node.Node
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
+// runningNode is a node whose Run the test owns, with the test's probes.
+type runningNode struct{ *testnode.Node }
 
 // nodeConfig is a node on the external dsn and NATS url, sharing the test
 // secret, with base's tuning.
@@ -77,35 +67,14 @@ func nodeConfig(dsn, natsURL, id string, base node.Config) node.Config {
 // mustRunNode starts a node and runs it until stop or the end of the test.
 func mustRunNode(t *testing.T, cfg node.Config) *runningNode {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatalf("start node %s: %v", cfg.NodeID, err)
-	}
-	rn := &runningNode{Node: n, cancel: cancel, done: make(chan error, 1)}
-	go func() { rn.done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := rn.stop(t); err != nil {
-			t.Errorf("node %s run: %v", cfg.NodeID, err)
-		}
-	})
-	return rn
+	return &runningNode{testnode.Run(t, cfg)}
 }
 
 // stop cancels the node and waits for its orderly shutdown; it is safe to
 // call more than once.
 func (rn *runningNode) stop(t *testing.T) error {
 	t.Helper()
-	rn.once.Do(func() {
-		rn.cancel()
-		select {
-		case rn.err = <-rn.done:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("node %s did not shut down within 20s", rn.NodeID())
-		}
-	})
-	return rn.err
+	return rn.Stop(t)
 }
 
 // outboxDepth is the PostgreSQL outbox's row count.

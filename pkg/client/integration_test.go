@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
@@ -31,32 +31,12 @@ const testSecret = "client-integration-secret"
 // it until the test ends, and returns it.
 func mustNode(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatalf("start nats: %v", err)
-	}
-	t.Cleanup(ns.Shutdown)
-	cfg.Listen = "127.0.0.1:0"
+	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
 	cfg.DatabaseURL = testpg.NewDatabase(t)
 	cfg.NATSURL = ns.ClientURL()
 	cfg.JWTSecret = testSecret
 	cfg.NodeID = "n1"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatalf("start node: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("node run: %v", err)
-		}
-	})
-	return n
+	return testnode.Run(t, cfg).Node
 }
 
 // collector runs a client and records the messages it hands out.

@@ -1,0 +1,82 @@
+// Package testnode runs real chatd nodes in tests: node.Start, then Run on a
+// goroutine the test owns, stopped (in the node's own shutdown order) by Stop
+// or when the test ends. The end-to-end, client and load tests share it.
+package testnode
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// stopTimeout bounds a node's orderly shutdown in a test.
+const stopTimeout = 20 * time.Second
+
+// Node is a running node.
+type Node struct {
+	*node.Node
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Run starts a node with cfg and runs it until Stop or the end of t. An
+// empty Listen becomes 127.0.0.1:0 and a nil Logger discards. It fails t if
+// the node cannot start, and reports an error from its Run.
+func Run(t testing.TB, cfg node.Config) *Node {
+	t.Helper()
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("start node %s: %v", cfg.NodeID, err)
+	}
+	rn := &Node{Node: n, cancel: cancel, done: make(chan error, 1)}
+	go func() { rn.done <- n.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := rn.Stop(t); err != nil {
+			t.Errorf("node %s run: %v", rn.NodeID(), err)
+		}
+	})
+	return rn
+}
+
+// Stop cancels the node and waits for its orderly shutdown, returning its
+// Run's error. It is safe to call more than once.
+func (n *Node) Stop(t testing.TB) error {
+	t.Helper()
+	n.once.Do(func() {
+		n.cancel()
+		select {
+		case n.err = <-n.done:
+		case <-time.After(stopTimeout):
+			t.Fatalf("node %s did not shut down within %v", n.NodeID(), stopTimeout)
+		}
+	})
+	return n.err
+}
+
+// NATS starts an in-process NATS with JetStream and a TCP listener (a node
+// given NATSURL needs one; port 0 picks a free one), shut down when t ends.
+func NATS(t testing.TB, storeDir, listen string) *embedded.NATS {
+	t.Helper()
+	ns, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: storeDir, Listen: listen})
+	if err != nil {
+		t.Fatalf("start nats on %s: %v", listen, err)
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
+}
