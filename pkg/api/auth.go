@@ -17,7 +17,7 @@ var ErrUnauthorized = errors.New("unauthorized")
 
 // maxTokenBytes bounds a token before it is parsed: a real one is a few
 // hundred bytes, and parsing costs more than comparing a length.
-const maxTokenBytes = 4096
+const maxTokenBytes = 2048
 
 // Identity is who a verified token speaks for.
 type Identity struct {

@@ -55,9 +55,10 @@ func New(cfg Config) (*Server, error) {
 		Immutable:    true,
 		ErrorHandler: s.fiberErrors,
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
-		// Room for headers with a long token (4 KiB, the most VerifyToken
-		// parses), so an oversized token is a 401, not a 431.
-		ReadBufferSize: 8 << 10,
+		// Room for a token up to VerifyToken's 2 KiB limit plus the other
+		// headers, so an oversized token is a 401, not a 431. Kept no larger:
+		// fasthttp hands this buffer to a hijacked WebSocket for its life.
+		ReadBufferSize: 4 << 10,
 	})
 	s.routes()
 	return s, nil

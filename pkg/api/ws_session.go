@@ -58,7 +58,7 @@ type session struct {
 	id   Identity
 	log  *slog.Logger
 
-	out        chan outFrame
+	out        *outQueue
 	stop       chan struct{} // closed once the close code is chosen
 	writerDone chan struct{}
 
@@ -80,7 +80,7 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		conn:       conn,
 		id:         id,
 		log:        g.srv.log.With("user", id.User, "device", id.Device),
-		out:        make(chan outFrame, g.cfg.OutboundQueue),
+		out:        newOutQueue(g.cfg.OutboundQueue),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		limits:     newSendLimits(g.cfg),
@@ -104,13 +104,11 @@ func (s *session) Deliver(m *chatd.Message) bool {
 		return false
 	}
 	cp := *m
-	select {
-	case s.out <- outFrame{msg: &cp, kind: "msg"}:
-		return true
-	default:
+	if !s.out.push(outFrame{msg: &cp, kind: "msg"}) {
 		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
 		return false
 	}
+	return true
 }
 
 // Close ends the session with the close code of reason (push.Conn). It does
@@ -153,9 +151,7 @@ func (s *session) send(data []byte, kind string) {
 	if s.closed() {
 		return
 	}
-	select {
-	case s.out <- outFrame{data: data, kind: kind}:
-	default:
+	if !s.out.push(outFrame{data: data, kind: kind}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
 		s.closeWith(closeOverloaded, "outbound queue full")
 	}
@@ -166,9 +162,7 @@ func (s *session) offer(data []byte, kind string) {
 	if s.closed() {
 		return
 	}
-	select {
-	case s.out <- outFrame{data: data, kind: kind}:
-	default:
+	if !s.out.push(outFrame{data: data, kind: kind}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
 	}
 }
@@ -219,24 +213,28 @@ func (s *session) writeLoop() {
 	ping := time.NewTicker(s.g.cfg.Limits.PingInterval)
 	defer ping.Stop()
 	var buf []byte
+	var batch []outFrame
 	for {
 		select {
 		case <-s.stop:
 			s.writeClose()
 			return
-		case f := <-s.out:
-			data := f.data
-			if f.msg != nil {
-				buf = AppendMsgFrame(buf[:0], f.msg)
-				data = buf
+		case <-s.out.ready:
+			batch = s.out.take(batch)
+			for _, f := range batch {
+				data := f.data
+				if f.msg != nil {
+					buf = AppendMsgFrame(buf[:0], f.msg)
+					data = buf
+				}
+				if err := s.write(data); err != nil {
+					s.log.Debug("websocket write failed", "err", err)
+					s.closeWith(closeNone, "")
+					s.abort()
+					return
+				}
+				s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
 			}
-			if err := s.write(data); err != nil {
-				s.log.Debug("websocket write failed", "err", err)
-				s.closeWith(closeNone, "")
-				s.abort()
-				return
-			}
-			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
 		case <-ping.C:
 			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
 				s.closeWith(closeNone, "")
@@ -269,21 +267,16 @@ func (s *session) writeClose() {
 // flush writes the frames queued right now, all before deadline.
 func (s *session) flush(deadline time.Time) {
 	var buf []byte
-	for {
-		select {
-		case f := <-s.out:
-			data := f.data
-			if f.msg != nil {
-				buf = AppendMsgFrame(buf[:0], f.msg)
-				data = buf
-			}
-			if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {
-				return
-			}
-			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
-		default:
+	for _, f := range s.out.take(nil) {
+		data := f.data
+		if f.msg != nil {
+			buf = AppendMsgFrame(buf[:0], f.msg)
+			data = buf
+		}
+		if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {
 			return
 		}
+		s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
 	}
 }
 
