@@ -2,54 +2,101 @@ package api
 
 import "sync"
 
-// outQueue is a connection's bounded queue of frames for its writer. Unlike
-// a buffered channel it holds memory only for what is queued, so an idle
-// connection costs a few words instead of a preallocated buffer (with
-// 10,000 connections that was 60 MB of heap); it still refuses frames
-// beyond its limit (frames the writer has taken and is writing no longer
-// count). Safe for concurrent use; one writer takes.
+// outQueue is a connection's bounded queue of frames for its writer, and
+// the token that lets exactly one writer goroutine run at a time. The
+// writer runs only while there is something to write: an idle connection
+// costs neither a goroutine nor a preallocated buffer (with 10,000
+// connections a buffered channel and a parked writer cost ~14 KiB each).
+// Safe for concurrent use.
 type outQueue struct {
 	limit int
-	ready chan struct{} // 1-buffered: frames are waiting
 
-	mu    sync.Mutex
-	items []outFrame
+	mu     sync.Mutex
+	items  []outFrame
+	busy   bool // the writer role is taken: a writer runs, or hello is not written yet
+	closed bool // the session chose its close code: no new frames
 }
 
 // keepCap is the largest drained slice the writer hands back for reuse;
 // a bigger one (after a burst) is dropped so an idle connection shrinks.
 const keepCap = 16
 
+// newOutQueue returns a queue whose writer role is held by the caller until
+// release: nothing may be written before `hello`.
 func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, ready: make(chan struct{}, 1)}
+	return &outQueue{limit: limit, busy: true}
 }
 
-// push queues f and reports whether there was room.
-func (q *outQueue) push(f outFrame) bool {
+// push queues f. ok is false when the queue is full (frames the writer has
+// taken no longer count) or closed; start is true when the caller must
+// start a writer, which then owns the role.
+func (q *outQueue) push(f outFrame) (ok, start bool) {
 	q.mu.Lock()
-	if len(q.items) >= q.limit {
-		q.mu.Unlock()
-		return false
+	defer q.mu.Unlock()
+	if q.closed || len(q.items) >= q.limit {
+		return false, false
 	}
 	q.items = append(q.items, f)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	return true, q.claimLocked()
+}
+
+// close refuses frames from now on and reports whether the caller must
+// start a writer to send the close frame.
+func (q *outQueue) close() (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	return q.claimLocked()
+}
+
+func (q *outQueue) claimLocked() bool {
+	if q.busy {
+		return false
 	}
+	q.busy = true
 	return true
 }
 
-// take removes and returns everything queued, oldest first, giving spare
-// (a slice an earlier take returned, now written) back for reuse.
-func (q *outQueue) take(spare []outFrame) []outFrame {
+// release gives the writer role up, or reports that the caller must keep it
+// and start a writer because frames are waiting or the queue is closed.
+func (q *outQueue) release() (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) > 0 || q.closed {
+		return true
+	}
+	q.busy = false
+	return false
+}
+
+// next is the writer's loop step: it returns the queued frames (reusing
+// spare) with more true; with nothing queued it releases the role and
+// returns more false, unless the queue is closed (then the writer keeps the
+// role, to write the close frame). Only the role's holder calls it.
+func (q *outQueue) next(spare []outFrame) (batch []outFrame, more bool) {
 	clear(spare)
 	if cap(spare) > keepCap {
 		spare = nil
 	}
 	q.mu.Lock()
-	out := q.items
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		if q.closed {
+			return spare[:0], true
+		}
+		q.busy = false
+		return spare[:0], false
+	}
+	batch = q.items
 	q.items = spare[:0]
-	q.mu.Unlock()
-	return out
+	return batch, true
+}
+
+// drain takes whatever is queued, for the closing writer's final flush.
+func (q *outQueue) drain() []outFrame {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.items
+	q.items = nil
+	return batch
 }

@@ -49,18 +49,24 @@ type outFrame struct {
 }
 
 // session is one WebSocket connection; it implements push.Conn. Its handler
-// goroutine reads; its one writer goroutine owns every data write (the
-// library panics on concurrent writes); everyone else hands frames to the
-// bounded out queue without blocking.
+// goroutine reads; a writer goroutine, started on demand and gone when the
+// queue is empty, owns every data write (the library panics on concurrent
+// writes; at most one writer runs, see outQueue); everyone else hands
+// frames to the bounded out queue without blocking. Pings go out from a
+// timer (WriteControl is safe beside the writer).
 type session struct {
 	g    *gateway
 	conn *websocket.Conn
 	id   Identity
 	log  *slog.Logger
 
-	out        *outQueue
-	stop       chan struct{} // closed once the close code is chosen
-	writerDone chan struct{}
+	out     *outQueue
+	stop    chan struct{} // closed once the close code is chosen
+	writers sync.WaitGroup
+
+	pingMu    sync.Mutex
+	pinger    *time.Timer // guarded by pingMu
+	pingEnded bool        // guarded by pingMu
 
 	closeOnce sync.Once
 	code      int    // set once, before stop is closed
@@ -76,14 +82,13 @@ type session struct {
 
 func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 	s := &session{
-		g:          g,
-		conn:       conn,
-		id:         id,
-		log:        g.srv.log.With("user", id.User, "device", id.Device),
-		out:        newOutQueue(g.cfg.OutboundQueue),
-		stop:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		limits:     newSendLimits(g.cfg),
+		g:      g,
+		conn:   conn,
+		id:     id,
+		log:    g.srv.log.With("user", id.User, "device", id.Device),
+		out:    newOutQueue(g.cfg.OutboundQueue),
+		stop:   make(chan struct{}),
+		limits: newSendLimits(g.cfg),
 	}
 	s.reads.s = s
 	return s
@@ -104,7 +109,7 @@ func (s *session) Deliver(m *chatd.Message) bool {
 		return false
 	}
 	cp := *m
-	if !s.out.push(outFrame{msg: &cp, kind: "msg"}) {
+	if !s.enqueue(outFrame{msg: &cp, kind: "msg"}) {
 		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
 		return false
 	}
@@ -130,6 +135,11 @@ func (s *session) closeWith(code int, reason string) bool {
 		}
 		s.g.metrics.closes.WithLabelValues(label).Inc()
 		close(s.stop)
+		// Inside the Once: a concurrent closeWith returns only after the
+		// writer that sends the close frame is counted in s.writers.
+		if s.out.close() {
+			s.startWriter()
+		}
 	})
 	return chose
 }
@@ -151,7 +161,7 @@ func (s *session) send(data []byte, kind string) {
 	if s.closed() {
 		return
 	}
-	if !s.out.push(outFrame{data: data, kind: kind}) {
+	if !s.enqueue(outFrame{data: data, kind: kind}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
 		s.closeWith(closeOverloaded, "outbound queue full")
 	}
@@ -162,7 +172,7 @@ func (s *session) offer(data []byte, kind string) {
 	if s.closed() {
 		return
 	}
-	if !s.out.push(outFrame{data: data, kind: kind}) {
+	if !s.enqueue(outFrame{data: data, kind: kind}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
 	}
 }
@@ -181,18 +191,23 @@ func (s *session) run() {
 	d := s.g.cfg.Delivery
 	d.Attach(s)
 	defer d.Detach(s)
-	// hello is written here, before the writer starts, so it is the first
-	// frame even if push delivered while Attach returned.
+	// hello is written here while this goroutine holds the writer role
+	// (outQueue starts taken), so it is the first frame even if push
+	// delivered while Attach returned.
 	hello := appendHello(nil, s.id, &s.g.cfg.Limits)
 	if err := s.write(hello); err != nil {
 		s.closeWith(closeNone, "")
 		return
 	}
 	s.g.metrics.framesOut.WithLabelValues("hello").Inc()
-	go s.writeLoop()
+	if s.out.release() {
+		s.startWriter()
+	}
+	s.startPinger()
 	defer func() {
 		s.closeWith(closeNone, "")
-		<-s.writerDone
+		s.stopPinger()
+		s.writers.Wait()
 		s.reads.wait()
 	}()
 	s.readLoop()
@@ -205,43 +220,86 @@ func (s *session) write(data []byte) error {
 	return s.conn.WriteMessage(websocket.TextMessage, data)
 }
 
-// writeLoop is the only data writer. It encodes queued messages into one
-// reused buffer, sends a WebSocket ping every PingInterval, and on stop
-// writes the close frame and starts the close handshake's deadline.
-func (s *session) writeLoop() {
-	defer close(s.writerDone)
-	ping := time.NewTicker(s.g.cfg.Limits.PingInterval)
-	defer ping.Stop()
+// enqueue queues f for the writer, starting one if none runs.
+func (s *session) enqueue(f outFrame) bool {
+	ok, start := s.out.push(f)
+	if start {
+		s.startWriter()
+	}
+	return ok
+}
+
+// startWriter runs a writer; the caller holds the writer role for it.
+func (s *session) startWriter() {
+	s.writers.Add(1)
+	go s.writeRun()
+}
+
+// writeRun is the only data writer while it runs. It encodes queued
+// messages into one buffer, returns when the queue is empty, and once the
+// session closes writes the close frame and starts the close handshake's
+// deadline.
+func (s *session) writeRun() {
+	defer s.writers.Done()
 	var buf []byte
 	var batch []outFrame
 	for {
-		select {
-		case <-s.stop:
+		if s.closed() {
 			s.writeClose()
 			return
-		case <-s.out.ready:
-			batch = s.out.take(batch)
-			for _, f := range batch {
-				data := f.data
-				if f.msg != nil {
-					buf = AppendMsgFrame(buf[:0], f.msg)
-					data = buf
-				}
-				if err := s.write(data); err != nil {
-					s.log.Debug("websocket write failed", "err", err)
-					s.closeWith(closeNone, "")
-					s.abort()
-					return
-				}
-				s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+		}
+		var more bool
+		batch, more = s.out.next(batch)
+		if !more {
+			return
+		}
+		for _, f := range batch {
+			data := f.data
+			if f.msg != nil {
+				buf = AppendMsgFrame(buf[:0], f.msg)
+				data = buf
 			}
-		case <-ping.C:
-			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+			if err := s.write(data); err != nil {
+				s.log.Debug("websocket write failed", "err", err)
 				s.closeWith(closeNone, "")
 				s.abort()
 				return
 			}
+			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
 		}
+	}
+}
+
+// startPinger sends a WebSocket ping every PingInterval from a timer
+// instead of a goroutine per connection.
+func (s *session) startPinger() {
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
+	s.pinger = time.AfterFunc(s.g.cfg.Limits.PingInterval, s.ping)
+}
+
+func (s *session) ping() {
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
+	if s.pingEnded || s.closed() {
+		return
+	}
+	if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+		s.closeWith(closeNone, "")
+		s.abort()
+		return
+	}
+	s.pinger.Reset(s.g.cfg.Limits.PingInterval)
+}
+
+// stopPinger stops the timer and waits out a ping in progress, so nothing
+// touches the connection after run returns (the library pools it).
+func (s *session) stopPinger() {
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
+	s.pingEnded = true
+	if s.pinger != nil {
+		s.pinger.Stop()
 	}
 }
 
@@ -267,7 +325,7 @@ func (s *session) writeClose() {
 // flush writes the frames queued right now, all before deadline.
 func (s *session) flush(deadline time.Time) {
 	var buf []byte
-	for _, f := range s.out.take(nil) {
+	for _, f := range s.out.drain() {
 		data := f.data
 		if f.msg != nil {
 			buf = AppendMsgFrame(buf[:0], f.msg)
