@@ -120,20 +120,7 @@ func (rn *runningNode) streamState(t *testing.T) (msgs, lastSeq uint64) {
 // metric adds up every series of the named metric in the node's registry.
 func (rn *runningNode) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	mfs, err := rn.Registry().Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
+	return testnode.Metric(t, rn.Node.Node, name)
 }
 
 // eventually polls cond every 20 ms until it holds or within passes.

@@ -80,3 +80,23 @@ func NATS(t testing.TB, storeDir, listen string) *embedded.NATS {
 	t.Cleanup(ns.Shutdown)
 	return ns
 }
+
+// Metric adds up every series (counter or gauge) of the named metric in n's
+// registry.
+func Metric(t testing.TB, n *node.Node, name string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}

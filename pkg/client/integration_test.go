@@ -380,20 +380,7 @@ func TestIntegrationStalledReaderRecovers(t *testing.T) {
 // metricSum adds up every series of the named metric in n's registry.
 func metricSum(t *testing.T, n *node.Node, name string) float64 {
 	t.Helper()
-	mfs, err := n.Registry().Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
+	return testnode.Metric(t, n, name)
 }
 
 func testLogger() *slog.Logger {
