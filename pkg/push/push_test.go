@@ -242,3 +242,35 @@ func TestLateFastPathAfterAckedStreamDeliverySendsNothing(t *testing.T) {
 		t.Fatalf("bob got %d frames, want 1: the late fast path re-sent an acked message", got)
 	}
 }
+
+// After the stream's sequences went backwards (JetStream lost its tail or
+// the stream was recreated) pins refer to sequences that mean nothing:
+// Reset withdraws every connection (they resync from history) and no pin
+// survives to hold or mislead the floor.
+func TestResetWithdrawsEveryConnectionAndClearsPins(t *testing.T) {
+	e := mustEnv(t)
+	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second })
+	bob := &recConn{user: "bob", device: "phone"}
+	carol := &recConn{user: "carol", device: "web"}
+	r.Attach(bob)
+	r.Attach(carol)
+	e.publish(t, "alice", "web", "bob", "carol")
+	waitFor(t, "pins", func() bool { return len(r.Pins()) == 2 })
+	r.Reset()
+	if pins := r.Pins(); len(pins) != 0 {
+		t.Fatalf("pins after reset: %+v, want none", pins)
+	}
+	for _, c := range []*recConn{bob, carol} {
+		if got := c.closedWith(); got != push.ReasonAbandoned {
+			t.Fatalf("%s closed with %v after reset, want abandoned (resync from history)", c.user, got)
+		}
+	}
+	if n := r.Connections(); n != 0 {
+		t.Fatalf("%d connections registered after reset", n)
+	}
+	// A new session works normally afterwards.
+	dave := &recConn{user: "dave", device: "d"}
+	r.Attach(dave)
+	e.publish(t, "alice", "web", "dave")
+	waitFor(t, "delivery after reset", func() bool { return len(dave.received()) == 1 })
+}
