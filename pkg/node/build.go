@@ -19,7 +19,7 @@ import (
 // of push or the relay, only the OnCommit hook set here.
 func (n *Node) build(ctx context.Context, secret []byte) error {
 	cfg := n.cfg
-	str, err := stream.Ensure(ctx, n.js, stream.Config{Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes})
+	str, err := stream.Ensure(ctx, n.js, stream.Config{Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge})
 	if err != nil {
 		return err
 	}

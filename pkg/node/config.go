@@ -7,8 +7,11 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/chatd/chatd/pkg/stream"
 )
 
 // Config is everything a node needs. Zero values take the defaults of the
@@ -58,6 +61,7 @@ type Config struct {
 
 	StreamReplicas   int
 	StreamMaxBytes   int64
+	StreamMaxAge     time.Duration
 	GCInterval       time.Duration
 	HistoryRetention time.Duration
 
@@ -73,6 +77,14 @@ func (c *Config) setDefaults() error {
 	}
 	if c.HistoryRetention <= 0 {
 		c.HistoryRetention = 90 * 24 * time.Hour
+	}
+	if c.StreamMaxAge <= 0 {
+		c.StreamMaxAge = stream.DefaultMaxAge
+	}
+	// Invariant 4: a client recovers from history what live delivery gave up
+	// on, so history must outlive anything the delivery buffer still holds.
+	if c.HistoryRetention <= c.StreamMaxAge {
+		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
