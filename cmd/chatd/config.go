@@ -34,6 +34,8 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 36, "messages per group-commit transaction")
 	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 5_000_000, "how long a batch waits to fill")
 	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, "concurrent group-commit transactions")
+	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, "read receipts per read-state transaction (group commit)")
+	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10_000_000, "how long a read-state batch waits to fill")
 	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, "largest message body")
 
 	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10_000_000_000, "delivery lease (AckWait): keep far above p99.9 delivery-to-ack latency")

@@ -46,9 +46,10 @@ type collector struct {
 	done   chan error
 	read   chan struct{} // closed when the test lets events be read
 
-	mu   sync.Mutex
-	msgs []chatd.Message
-	via  map[client.Via]int
+	mu       sync.Mutex
+	msgs     []chatd.Message
+	via      map[client.Via]int
+	receipts []client.Receipt
 }
 
 func mustToken(t *testing.T, user, device string) string {
@@ -93,6 +94,11 @@ func run(t *testing.T, c *client.Client, paused bool) *collector {
 		defer wg.Done()
 		<-col.read
 		for ev := range c.Events() {
+			if ev.Kind == client.EventReceipt {
+				col.mu.Lock()
+				col.receipts = append(col.receipts, ev.Receipt)
+				col.mu.Unlock()
+			}
 			if ev.Kind != client.EventMessage {
 				continue
 			}
@@ -388,4 +394,44 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// A read receipt goes through the node's group commit of read state: it is
+// stored and the other member, connected, gets the receipt.
+func TestIntegrationReadReceipt(t *testing.T) {
+	n := mustNode(t, node.Config{})
+	alice := mustClient(t, n, "alice", "phone", nil)
+	ac := run(t, alice, false)
+	chat := mustDirect(t, alice, "bob")
+	bob := mustClient(t, n, "bob", "phone", func(c *client.Config) { c.Chats = []string{chat} })
+	bc := run(t, bob, false)
+	waitConnected(t, alice)
+	waitConnected(t, bob)
+	ids := sendN(t, alice, chat, "read me", 1)
+	bc.waitMessages(t, chat, 1, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bob.Read(ctx, chat, ids[0]); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ac.mu.Lock()
+		got := append([]client.Receipt(nil), ac.receipts...)
+		ac.mu.Unlock()
+		if len(got) > 0 {
+			if got[0].User != "bob" || got[0].Chat != chat || got[0].Upto != ids[0] {
+				t.Fatalf("receipt %+v, want bob read %s up to %s", got[0], chat, ids[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice got no receipt")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var upto string
+	if err := n.Store.Pool().QueryRow(ctx, "SELECT upto_msg_id FROM read_state WHERE user_id = 'bob' AND chat_id = $1", chat).Scan(&upto); err != nil || upto != ids[0] {
+		t.Fatalf("stored read state: %q (%v), want %s", upto, err, ids[0])
+	}
 }

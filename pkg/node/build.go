@@ -42,6 +42,12 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	n.Reads, err = ingest.NewReads(ingest.ReadsConfig{
+		Store: n.Store, BatchSize: cfg.ReadBatchSize, BatchDelay: cfg.ReadBatchDelay, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
 	n.Reclaim, err = reclaim.New(reclaim.Config{
 		Stream: str, Pins: n.Push, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
 		Logger: n.log, Registerer: n.reg,
@@ -58,10 +64,22 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,
 			Credits: cfg.Credits, PingInterval: cfg.PingInterval, IdleTimeout: cfg.IdleTimeout,
 		},
-		Chats: n.Store, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
+		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
 		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
 	})
 	return err
+}
+
+// chatsWithBatchedReads is the store as the API sees it, with read
+// receipts going through the group commit of read state.
+type chatsWithBatchedReads struct {
+	*store.Store
+	reads *ingest.Reads
+}
+
+// MarkRead stores a read receipt in the next read-state batch.
+func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error) {
+	return c.reads.MarkRead(ctx, user, chatID, uptoMsgID)
 }
 
 // onCommit runs after each committed batch, after its senders were answered:

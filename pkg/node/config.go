@@ -48,6 +48,9 @@ type Config struct {
 	Workers      int
 	MaxBodyBytes int
 
+	ReadBatchSize  int
+	ReadBatchDelay time.Duration
+
 	Lease       time.Duration
 	MaxAttempts int
 	MaxPending  int

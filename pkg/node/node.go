@@ -36,6 +36,7 @@ type Node struct {
 
 	Store    *store.Store
 	Ingest   *ingest.Ingest
+	Reads    *ingest.Reads
 	Relay    *stream.Relay
 	Push     *push.Registry
 	Reclaim  *reclaim.Reclaimer

@@ -48,6 +48,7 @@ func (n *Node) Run(ctx context.Context) error {
 	web, accept, deliver := newStage(), newStage(), newStage()
 	web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
 	accept.start(failed, "ingest", n.Ingest.Run)
+	accept.start(failed, "reads", n.Reads.Run)
 	deliver.start(failed, "relay", n.Relay.Run)
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)

@@ -6,39 +6,101 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/jackc/pgx/v5"
 )
 
 // MarkRead records that user has read chatID up to the message uptoMsgID and
 // returns the read position now stored, as a seq. The position only moves
 // forward: marking an older message keeps (and returns) the newer position.
 // A non-member gets chatd.ErrForbidden; an unknown chat, or a message not in
-// that chat, chatd.ErrNotFound.
+// that chat, chatd.ErrNotFound. It is MarkReadBatch with one mark.
 func (s *Store) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error) {
-	if err := s.IsMember(ctx, chatID, user); err != nil {
-		return 0, fmt.Errorf("mark read: %w", err)
-	}
-	var seq int64
-	err := s.pool.QueryRow(ctx, `
-		with m as (select seq, msg_id from history where chat_id = $2 and msg_id = $3),
-		up as (
-			insert into read_state (user_id, chat_id, upto_seq, upto_msg_id)
-			select $1, $2, m.seq, m.msg_id from m
-			on conflict (user_id, chat_id) do update
-				set upto_seq = excluded.upto_seq, upto_msg_id = excluded.upto_msg_id, updated_at = now()
-				where read_state.upto_seq < excluded.upto_seq
-			returning upto_seq)
-		select coalesce(
-			(select upto_seq from up),
-			(select upto_seq from read_state where user_id = $1 and chat_id = $2 and exists (select 1 from m)),
-			0)`,
-		user, chatID, uptoMsgID).Scan(&seq)
-	if err == nil && seq == 0 { // seqs start at 1: 0 means the message is not in this chat
-		return 0, fmt.Errorf("mark read: message %s in %s: %w", uptoMsgID, chatID, chatd.ErrNotFound)
-	}
+	res, err := s.MarkReadBatch(ctx, []ReadMark{{User: user, Chat: chatID, Upto: uptoMsgID}})
 	if err != nil {
-		return 0, fmt.Errorf("mark read: %w", err)
+		return 0, err
 	}
-	return seq, nil
+	return res[0].Seq, res[0].Err
+}
+
+// ReadMark is one read receipt to store: User has read Chat up to the
+// message Upto.
+type ReadMark struct {
+	User, Chat, Upto string
+}
+
+// ReadResult is the outcome of one ReadMark: the position now stored, or a
+// per-mark error as MarkRead describes.
+type ReadResult struct {
+	Seq int64
+	Err error
+}
+
+// markReadSQL checks membership and moves the read position forward in one
+// statement, so a batch is one round trip per mark inside one transaction.
+const markReadSQL = `
+	with mem as (
+		select exists (select 1 from chats where id = $2) as chat_exists,
+		       exists (select 1 from members where chat_id = $2 and user_id = $1) as is_member),
+	m as (select seq, msg_id from history
+	      where chat_id = $2 and msg_id = $3 and (select is_member from mem)),
+	up as (
+		insert into read_state (user_id, chat_id, upto_seq, upto_msg_id)
+		select $1, $2, m.seq, m.msg_id from m
+		on conflict (user_id, chat_id) do update
+			set upto_seq = excluded.upto_seq, upto_msg_id = excluded.upto_msg_id, updated_at = now()
+			where read_state.upto_seq < excluded.upto_seq
+		returning upto_seq)
+	select (select chat_exists from mem), (select is_member from mem), coalesce(
+		(select upto_seq from up),
+		(select upto_seq from read_state where user_id = $1 and chat_id = $2 and exists (select 1 from m)),
+		0)`
+
+// MarkReadBatch stores many read receipts in one transaction (group commit
+// of read state: one fsync for the batch) and returns one result per mark,
+// in order. An error means the transaction failed and nothing was stored.
+func (s *Store) MarkReadBatch(ctx context.Context, marks []ReadMark) ([]ReadResult, error) {
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mark read: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	batch := &pgx.Batch{}
+	for _, mk := range marks {
+		batch.Queue(markReadSQL, mk.User, mk.Chat, mk.Upto)
+	}
+	br := tx.SendBatch(ctx, batch)
+	out := make([]ReadResult, len(marks))
+	for i, mk := range marks {
+		var chatExists, member bool
+		var seq int64
+		if err := br.QueryRow().Scan(&chatExists, &member, &seq); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("mark read: %w", err)
+		}
+		out[i] = readResult(mk, chatExists, member, seq)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("mark read: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("mark read: commit: %w", err)
+	}
+	return out, nil
+}
+
+func readResult(mk ReadMark, chatExists, member bool, seq int64) ReadResult {
+	switch {
+	case !chatExists:
+		return ReadResult{Err: fmt.Errorf("mark read: chat %s: %w", mk.Chat, chatd.ErrNotFound)}
+	case !member:
+		return ReadResult{Err: fmt.Errorf("mark read: %s is not a member of %s: %w", mk.User, mk.Chat, chatd.ErrForbidden)}
+	case seq == 0: // seqs start at 1: 0 means the message is not in this chat
+		return ReadResult{Err: fmt.Errorf("mark read: message %s in %s: %w", mk.Upto, mk.Chat, chatd.ErrNotFound)}
+	}
+	return ReadResult{Seq: seq}
 }
 
 // PruneHistory deletes messages older than their chat's retention (the

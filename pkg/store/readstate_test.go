@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
 )
 
 func TestMarkReadOnlyMovesForward(t *testing.T) {
@@ -43,6 +44,35 @@ func TestMarkReadOnlyMovesForward(t *testing.T) {
 	var upto string
 	if err := s.Pool().QueryRow(ctx, `select upto_msg_id from read_state where user_id = 'bob' and chat_id = $1`, c.ID).Scan(&upto); err != nil || upto != msgs[3].ID {
 		t.Fatalf("stored upto: got %s (%v), want %s", upto, err, msgs[3].ID)
+	}
+}
+
+// A batch of marks is one transaction with one result per mark, in order;
+// a bad mark fails alone and the others are stored.
+func TestMarkReadBatchResultsPerMark(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice", "bob")
+	msgs := mustFill(t, s, c.ID, "alice", 3)
+	marks := []store.ReadMark{
+		{User: "bob", Chat: c.ID, Upto: msgs[1].ID},
+		{User: "carol", Chat: c.ID, Upto: msgs[1].ID},
+		{User: "alice", Chat: c.ID, Upto: msgs[2].ID},
+		{User: "bob", Chat: "nope", Upto: msgs[1].ID},
+		{User: "bob", Chat: c.ID, Upto: msgs[0].ID}, // older than the first mark in this batch
+	}
+	want := []struct {
+		seq int64
+		err error
+	}{{2, nil}, {0, chatd.ErrForbidden}, {3, nil}, {0, chatd.ErrNotFound}, {2, nil}}
+	got, err := s.MarkReadBatch(ctx, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if got[i].Seq != w.seq || !errors.Is(got[i].Err, w.err) || (w.err == nil && got[i].Err != nil) {
+			t.Errorf("mark %d: got %d, %v; want %d, %v", i, got[i].Seq, got[i].Err, w.seq, w.err)
+		}
 	}
 }
 
