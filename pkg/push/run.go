@@ -33,6 +33,9 @@ func (r *Registry) Run(ctx context.Context) error {
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a shutdown, not a failure
+		}
 		return fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
 	cc, err := cons.Consume(r.handle,
