@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -59,6 +60,10 @@ func New(cfg Config) (*Server, error) {
 		// headers, so an oversized token is a 401, not a 431. Kept no larger:
 		// fasthttp hands this buffer to a hijacked WebSocket for its life.
 		ReadBufferSize: 4 << 10,
+		// A keep-alive connection waiting for its next request is closed
+		// after this; without it an idle client holds a connection (and a
+		// server goroutine) forever. WebSockets set their own deadlines.
+		IdleTimeout: 2 * time.Minute,
 	})
 	s.routes()
 	return s, nil

@@ -24,6 +24,10 @@ type Client struct {
 	stats    *counters
 	events   chan Event
 
+	// ownsHTTP: the REST client was made here (its own connection pool),
+	// so Run and Close close its idle connections when the client stops.
+	ownsHTTP bool
+
 	started atomic.Bool
 	closeMu sync.Once
 	closed  chan struct{} // closed by Close
@@ -50,9 +54,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Token == "" && cfg.TokenFunc == nil {
 		return nil, fmt.Errorf("config: Token or TokenFunc is required")
 	}
+	ownsHTTP := cfg.HTTPClient == nil
 	cfg.setDefaults()
 	c := &Client{
 		cfg:      cfg,
+		ownsHTTP: ownsHTTP,
 		log:      cfg.Logger,
 		restBase: restBase,
 		wsURL:    wsURL,
@@ -122,7 +128,17 @@ func (c *Client) Close() error {
 	if c.started.Load() {
 		<-c.runDone
 	}
+	c.closeIdleHTTP()
 	return nil
+}
+
+// closeIdleHTTP closes the idle keep-alive connections of a REST client this
+// Client made, so a stopped client leaves no connection (and no server-side
+// goroutine waiting on it) behind. A caller's own HTTPClient is left alone.
+func (c *Client) closeIdleHTTP() {
+	if c.ownsHTTP {
+		c.cfg.HTTPClient.CloseIdleConnections()
+	}
 }
 
 // deliver offers msgs to the tracker and hands what becomes ready to the

@@ -31,7 +31,8 @@ type Config struct {
 	// tracks each of them, so chats joined while offline are synced too.
 	TrackAll bool
 
-	// HTTPClient makes the REST calls. Zero: a client with a 30 s timeout.
+	// HTTPClient makes the REST calls. Zero: a client of its own with a 30 s
+	// timeout, whose idle connections are closed when the client stops.
 	HTTPClient *http.Client
 	// Logger receives the client's logs, tagged component=client.
 	// Zero: slog.Default().
@@ -69,7 +70,9 @@ type Config struct {
 
 func (cfg *Config) setDefaults() {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		// Its own transport (not http.DefaultTransport's shared pool), so
+		// the client can close its idle connections when it stops.
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

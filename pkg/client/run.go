@@ -30,6 +30,7 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	defer close(c.runDone)
 	defer close(c.events)
+	defer c.closeIdleHTTP()
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
