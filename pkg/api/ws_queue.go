@@ -10,6 +10,11 @@ import "sync"
 // Safe for concurrent use.
 type outQueue struct {
 	limit int
+	// writers counts running writers. A writer is counted under mu in the
+	// same step that hands it the role, so once the queue is closed no
+	// writer can appear that Wait would miss (a frame pushed just before
+	// close could otherwise start its writer after the session's Wait).
+	writers sync.WaitGroup
 
 	mu     sync.Mutex
 	items  []outFrame
@@ -29,7 +34,7 @@ func newOutQueue(limit int) *outQueue {
 
 // push queues f. ok is false when the queue is full (frames the writer has
 // taken no longer count) or closed; start is true when the caller must
-// start a writer, which then owns the role.
+// start a writer (already counted in writers), which then owns the role.
 func (q *outQueue) push(f outFrame) (ok, start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -54,6 +59,7 @@ func (q *outQueue) claimLocked() bool {
 		return false
 	}
 	q.busy = true
+	q.writers.Add(1)
 	return true
 }
 
@@ -63,6 +69,7 @@ func (q *outQueue) release() (start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.items) > 0 || q.closed {
+		q.writers.Add(1) // the writer the caller now starts
 		return true
 	}
 	q.busy = false

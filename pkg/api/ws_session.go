@@ -60,9 +60,8 @@ type session struct {
 	id   Identity
 	log  *slog.Logger
 
-	out     *outQueue
-	stop    chan struct{} // closed once the close code is chosen
-	writers sync.WaitGroup
+	out  *outQueue
+	stop chan struct{} // closed once the close code is chosen
 
 	pingMu    sync.Mutex
 	pinger    *time.Timer // guarded by pingMu
@@ -136,7 +135,7 @@ func (s *session) closeWith(code int, reason string) bool {
 		s.g.metrics.closes.WithLabelValues(label).Inc()
 		close(s.stop)
 		// Inside the Once: a concurrent closeWith returns only after the
-		// writer that sends the close frame is counted in s.writers.
+		// writer that sends the close frame is counted.
 		if s.out.close() {
 			s.startWriter()
 		}
@@ -207,7 +206,7 @@ func (s *session) run() {
 	defer func() {
 		s.closeWith(closeNone, "")
 		s.stopPinger()
-		s.writers.Wait()
+		s.out.writers.Wait()
 		s.reads.wait()
 	}()
 	s.readLoop()
@@ -229,9 +228,9 @@ func (s *session) enqueue(f outFrame) bool {
 	return ok
 }
 
-// startWriter runs a writer; the caller holds the writer role for it.
+// startWriter runs a writer; the caller holds the writer role for it and
+// outQueue has already counted it.
 func (s *session) startWriter() {
-	s.writers.Add(1)
 	go s.writeRun()
 }
 
@@ -240,7 +239,7 @@ func (s *session) startWriter() {
 // session closes writes the close frame and starts the close handshake's
 // deadline.
 func (s *session) writeRun() {
-	defer s.writers.Done()
+	defer s.out.writers.Done()
 	var buf []byte
 	var batch []outFrame
 	for {
