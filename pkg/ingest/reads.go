@@ -110,54 +110,23 @@ func (r *Reads) enqueue(req readReq) error {
 // Run commits batches until ctx is done, then refuses new receipts, commits
 // those already queued and returns.
 func (r *Reads) Run(ctx context.Context) error {
+	g := newGatherer(r.queue, r.cfg.BatchSize, r.cfg.BatchDelay)
 	batch := make([]readReq, 0, r.cfg.BatchSize)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			r.mu.Lock()
 			r.closed = true
 			r.mu.Unlock()
-			r.drain(batch[:0])
+			// Commit what is already queued, batch by batch.
+			for batch = g.queued(batch[:0]); len(batch) > 0; batch = g.queued(batch[:0]) {
+				r.commit(batch)
+			}
 			return nil
 		case req := <-r.queue:
-			batch = append(batch[:0], req)
-			timer.Reset(r.cfg.BatchDelay)
-		fill:
-			for len(batch) < r.cfg.BatchSize {
-				select {
-				case req := <-r.queue:
-					batch = append(batch, req)
-				case <-timer.C:
-					break fill
-				case <-ctx.Done():
-					break fill
-				}
-			}
-			timer.Stop()
+			batch = g.fill(ctx, append(batch[:0], req))
 			r.commit(batch)
 		}
-	}
-}
-
-// drain commits whatever is queued, batch by batch.
-func (r *Reads) drain(batch []readReq) {
-	for {
-		batch = batch[:0]
-	take:
-		for len(batch) < r.cfg.BatchSize {
-			select {
-			case req := <-r.queue:
-				batch = append(batch, req)
-			default:
-				break take
-			}
-		}
-		if len(batch) == 0 {
-			return
-		}
-		r.commit(batch)
 	}
 }
 

@@ -21,18 +21,16 @@ type worker struct {
 	batch   []item
 	sends   []store.Send
 	fresh   []store.Accepted
-	timer   *time.Timer
+	gather  *gatherer[item]
 }
 
 func newWorker(in *Ingest) *worker {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
 	return &worker{
 		in:      in,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		batch:   make([]item, 0, in.cfg.BatchSize),
 		sends:   make([]store.Send, 0, in.cfg.BatchSize),
-		timer:   t,
+		gather:  newGatherer(in.queue, in.cfg.BatchSize, in.cfg.BatchDelay),
 	}
 }
 
@@ -44,40 +42,8 @@ func (w *worker) loop(ctx context.Context) {
 			w.drain()
 			return
 		case it := <-w.in.queue:
-			w.batch = append(w.batch[:0], it)
-			w.fill(ctx)
+			w.batch = w.gather.fill(ctx, append(w.batch[:0], it))
 			w.commit()
-		}
-	}
-}
-
-// fill adds queued sends to the batch until it is full or BatchDelay has
-// passed since its first send. Sends already waiting are taken without
-// waiting, so a busy queue yields full batches at once.
-func (w *worker) fill(ctx context.Context) {
-	max := w.in.cfg.BatchSize
-	for len(w.batch) < max {
-		select {
-		case it := <-w.in.queue:
-			w.batch = append(w.batch, it)
-			continue
-		default:
-		}
-		break
-	}
-	if len(w.batch) >= max {
-		return
-	}
-	w.timer.Reset(w.in.cfg.BatchDelay)
-	defer w.timer.Stop()
-	for len(w.batch) < max {
-		select {
-		case it := <-w.in.queue:
-			w.batch = append(w.batch, it)
-		case <-w.timer.C:
-			return
-		case <-ctx.Done():
-			return
 		}
 	}
 }
@@ -85,16 +51,7 @@ func (w *worker) fill(ctx context.Context) {
 // drain commits everything queued right now, batch by batch.
 func (w *worker) drain() {
 	for {
-		w.batch = w.batch[:0]
-	take:
-		for len(w.batch) < w.in.cfg.BatchSize {
-			select {
-			case it := <-w.in.queue:
-				w.batch = append(w.batch, it)
-			default:
-				break take
-			}
-		}
+		w.batch = w.gather.queued(w.batch[:0])
 		if len(w.batch) == 0 {
 			return
 		}

@@ -1,0 +1,59 @@
+package ingest
+
+import (
+	"context"
+	"time"
+)
+
+// gatherer builds group-commit batches from a bounded queue. Sends and read
+// receipts batch the same way; only what a batch is committed as differs.
+type gatherer[T any] struct {
+	queue <-chan T
+	max   int
+	delay time.Duration
+	timer *time.Timer
+}
+
+func newGatherer[T any](queue <-chan T, max int, delay time.Duration) *gatherer[T] {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &gatherer[T]{queue: queue, max: max, delay: delay, timer: t}
+}
+
+// fill adds queued items to batch (which holds its first item) until it
+// holds max or delay has passed since that first item. Items already
+// waiting are taken without waiting, so a busy queue yields full batches
+// at once. It stops early when ctx ends.
+func (g *gatherer[T]) fill(ctx context.Context, batch []T) []T {
+	batch = g.queued(batch)
+	if len(batch) >= g.max {
+		return batch
+	}
+	g.timer.Reset(g.delay)
+	defer g.timer.Stop()
+	for len(batch) < g.max {
+		select {
+		case it := <-g.queue:
+			batch = append(batch, it)
+		case <-g.timer.C:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
+
+// queued adds the items waiting right now to batch, up to max, without
+// blocking: the shutdown drain takes batches this way.
+func (g *gatherer[T]) queued(batch []T) []T {
+	for len(batch) < g.max {
+		select {
+		case it := <-g.queue:
+			batch = append(batch, it)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
