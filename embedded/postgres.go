@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,9 +25,10 @@ const (
 	// killWait is how long Stop waits after escalating to an immediate
 	// shutdown before it kills the postmaster outright.
 	killWait = 5 * time.Second
-	// portAttempts is how many free ports a start with Port 0 tries; another
-	// process may take the port between our probe and the server's bind.
-	portAttempts = 3
+	// defaultPort only names the socket file (.s.PGSQL.5432): the server
+	// has no TCP listener, and its socket directory is private to the
+	// cluster, so no other server can clash with it.
+	defaultPort = 5432
 )
 
 // deathSignal is what the kernel sends postgres when chatd dies, however it
@@ -54,8 +54,10 @@ type PostgresConfig struct {
 	// Logger receives the server's own log lines (at the levels serverLog
 	// describes) and supervision events. Nil discards them.
 	Logger *slog.Logger
-	// Port is the TCP port on 127.0.0.1. Zero picks a free port; Restart
-	// keeps the port it picked.
+	// Port names the unix socket file (.s.PGSQL.<Port>) in the private
+	// socket directory. The server opens no TCP port: with trust
+	// authentication, a TCP listener would make every local OS user a
+	// superuser. Zero means 5432.
 	Port int
 }
 
@@ -97,19 +99,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		if cfg.Port == 0 {
-			if p.port, err = freePort(); err != nil {
-				return nil, fmt.Errorf("start postgres: %w", err)
-			}
-		}
-		err = p.startLocked(ctx)
-		if err == nil || cfg.Port != 0 || attempt == portAttempts || !isBindError(err) {
-			break
-		}
-		p.log.Warn("postgres port taken; trying another", "port", p.port)
-	}
-	if err != nil {
+	if err := p.startLocked(ctx); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	return p, nil
@@ -152,10 +142,14 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "postgres")
+	port := cfg.Port
+	if port == 0 {
+		port = defaultPort
+	}
 	return &Postgres{
 		binDir:  binDir,
 		dataDir: dataDir,
-		port:    cfg.Port,
+		port:    port,
 		as:      as,
 		log:     log,
 		srvLog:  newServerLog(log),
@@ -248,11 +242,11 @@ func dsnQuote(v string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
-// Port returns the server's TCP port on 127.0.0.1.
+// Port returns the port number in the socket file's name. The server
+// listens on no TCP port.
 func (p *Postgres) Port() int { return p.port }
 
-// Restart stops the server (fast shutdown) and starts it again on the same
-// port, returning once it accepts connections; on a stopped server it just
+// Restart stops the server (fast shutdown) and starts it again, returning once it accepts connections; on a stopped server it just
 // starts it. Fault tests use it to take the database away under load.
 func (p *Postgres) Restart(ctx context.Context) error {
 	p.mu.Lock()
@@ -313,17 +307,5 @@ func (p *Postgres) removeFallbackSocketDir() {
 	}
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func isBindError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "could not bind") || strings.Contains(s, "could not create any TCP/IP sockets")
-}
+// Dir returns the cluster directory the server runs on.
+func (p *Postgres) Dir() string { return p.dataDir }
