@@ -99,7 +99,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.startLocked(ctx); err != nil {
+	if err := p.startLocked(ctx, "postgres started"); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	return p, nil
@@ -156,15 +156,18 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	}, nil
 }
 
-// startLocked starts a supervisor and waits for the server to be ready.
-func (p *Postgres) startLocked(ctx context.Context) error {
+// startLocked starts a supervisor, waits for the server to be ready and
+// logs msg. The messages differ for a first start and a Restart, and the
+// supervisor's own restart after a crash logs "postgres restarted", so the
+// log tells the three apart.
+func (p *Postgres) startLocked(ctx context.Context, msg string) error {
 	if err := waitOrphan(ctx, p.dataDir); err != nil {
 		return err
 	}
 	if _, err := prepareSocketDir(p.dataDir, p.as); err != nil {
 		return err
 	}
-	sup := newSupervisor(p.newCmd, p.log, p.srvLog)
+	sup := newSupervisor(p.newCmd, p.ping, p.log, p.srvLog)
 	go sup.run()
 	if err := p.waitReady(ctx, sup); err != nil {
 		sup.stop(deathSignal)
@@ -173,7 +176,7 @@ func (p *Postgres) startLocked(ctx context.Context) error {
 	}
 	sup.markReady()
 	p.sup = sup
-	p.log.Info("postgres started", "dir", p.dataDir, "port", p.port, "socket_dir", p.sockDir)
+	p.log.Info(msg, "dir", p.dataDir, "port", p.port, "socket_dir", p.sockDir)
 	return nil
 }
 
@@ -254,7 +257,7 @@ func (p *Postgres) Restart(ctx context.Context) error {
 	if err := p.stopLocked(ctx); err != nil {
 		return fmt.Errorf("restart postgres: %w", err)
 	}
-	if err := p.startLocked(ctx); err != nil {
+	if err := p.startLocked(ctx, "postgres restarted on request"); err != nil {
 		return fmt.Errorf("restart postgres: %w", err)
 	}
 	return nil

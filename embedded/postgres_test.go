@@ -187,6 +187,17 @@ func TestPostgresSupervisorRestartsCrashedServer(t *testing.T) {
 	if want := "level=ERROR msg=\"postgres exited unexpectedly; restarting\""; !strings.Contains(logs.String(), want) {
 		t.Errorf("log after crash: want a line containing %q, got:\n%s", want, logs.String())
 	}
+	// A crash loop must read differently from a start: the supervisor's
+	// restart says so, with its attempt number and how long it was down.
+	restarted := waitLogLine(t, &logs, `msg="postgres restarted"`)
+	for _, want := range []string{"attempt=1", "down=", "level=INFO"} {
+		if !strings.Contains(restarted, want) {
+			t.Errorf("restart log line %q: want it to contain %q", restarted, want)
+		}
+	}
+	if n := strings.Count(logs.String(), `msg="postgres started"`); n != 1 {
+		t.Errorf("\"postgres started\" logged %d times, want once (the first start):\n%s", n, logs.String())
+	}
 
 	if err := pg.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -239,6 +250,23 @@ func TestFindBinDir(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("FindBinDir returned %s: %v", dir, err)
 		}
+	}
+}
+
+// waitLogLine waits up to 10 s for a log line containing want and returns it.
+func waitLogLine(t *testing.T, logs *syncBuffer, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, want) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line containing %s within 10s; log:\n%s", want, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
