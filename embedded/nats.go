@@ -29,6 +29,12 @@ type NATSConfig struct {
 	// `nats` CLI can inspect the server. Empty means no listener at all:
 	// chatd itself connects in-process. Port 0 picks a free port.
 	Listen string
+	// NkeyFile is the nkey seed file of the one user the server accepts
+	// (generated, mode 0600, on first use). Every client must prove it
+	// holds the key, Connect's in-process clients included; the nats CLI
+	// reads it with --nkey. Empty means no authentication, allowed only
+	// without a listener or with a loopback one.
+	NkeyFile string
 	// Logger receives the server's log lines. Nil discards them.
 	Logger *slog.Logger
 }
@@ -36,8 +42,9 @@ type NATSConfig struct {
 // NATS is an in-process NATS server with JetStream enabled. Its methods are
 // safe for concurrent use.
 type NATS struct {
-	srv *server.Server
-	log *slog.Logger
+	srv  *server.Server
+	log  *slog.Logger
+	auth nats.Option // signs in-process connections; nil without NkeyFile
 }
 
 // StartNATS starts the server and returns once it accepts connections.
@@ -65,7 +72,20 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("start nats: %w", err)
 		}
+		if cfg.NkeyFile == "" && !isLoopbackHost(host) {
+			return nil, fmt.Errorf("start nats: listen address %q is not loopback and no credentials are set (NATSConfig.NkeyFile): anyone who reaches it could forge messages or purge the stream; listen on 127.0.0.1 or set an nkey file", cfg.Listen)
+		}
 		opts.Host, opts.Port = host, port
+	}
+	var auth nats.Option
+	if cfg.NkeyFile != "" {
+		kp, err := loadNkey(cfg.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("start nats: %w", err)
+		}
+		pub, _ := kp.PublicKey() // loadNkey checked it
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+		auth = nats.Nkey(pub, kp.Sign)
 	}
 
 	srv, err := server.NewServer(opts)
@@ -80,8 +100,8 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("start nats: not ready after %s", natsReadyTimeout)
 	}
-	n := &NATS{srv: srv, log: log}
-	log.Info("nats started", "store_dir", cfg.StoreDir, "client_url", n.ClientURL())
+	n := &NATS{srv: srv, log: log, auth: auth}
+	log.Info("nats started", "store_dir", cfg.StoreDir, "client_url", n.ClientURL(), "nkey_file", cfg.NkeyFile)
 	return n, nil
 }
 
@@ -103,9 +123,13 @@ func splitListen(listen string) (string, int, error) {
 }
 
 // Connect opens a client connection to the server through an in-process
-// pipe, so it works without a TCP listener. The caller closes it.
+// pipe, so it works without a TCP listener, authenticated with the nkey
+// when the server has one. The caller closes it.
 func (n *NATS) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name("chatd")}, opts...)
+	if n.auth != nil {
+		opts = append(opts, n.auth)
+	}
 	opts = append(opts, nats.InProcessServer(n.srv))
 	nc, err := nats.Connect("", opts...)
 	if err != nil {

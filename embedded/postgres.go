@@ -51,6 +51,11 @@ type PostgresConfig struct {
 	// BinDir holds the server binaries (initdb, postgres). Empty means
 	// FindBinDir.
 	BinDir string
+	// ReachableRoot is where the cluster lives instead of Dir when chatd
+	// runs as root and the postgres user cannot reach Dir (a data dir in
+	// a 0700 home): ReachableRoot/<name>/pg, <name> derived from Dir so
+	// the next start finds it again. Empty means /var/lib/chatd.
+	ReachableRoot string
 	// Logger receives the server's own log lines (at the levels serverLog
 	// describes) and supervision events. Nil discards them.
 	Logger *slog.Logger

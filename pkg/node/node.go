@@ -121,9 +121,12 @@ func (n *Node) startDatabase(ctx context.Context) error {
 func (n *Node) startNATS() error {
 	var err error
 	if n.cfg.NATSURL == "" {
+		// Always authenticated, listener or not: --nats-listen then never
+		// opens a port that lets anyone forge envelopes or purge the stream.
 		n.nsrv, err = embedded.StartNATS(embedded.NATSConfig{
 			StoreDir: filepath.Join(n.cfg.DataDir, "nats"),
 			Listen:   n.cfg.NATSListen,
+			NkeyFile: NATSNkeyFile(n.cfg.DataDir),
 			Logger:   n.log,
 		})
 		if err != nil {
