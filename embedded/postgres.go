@@ -45,8 +45,8 @@ const deathSignal = syscall.SIGQUIT
 type PostgresConfig struct {
 	// Dir is the cluster (data) directory, e.g. <data-dir>/pg. Required. It
 	// is created and initialized with initdb on first start. When chatd
-	// runs as root, every directory above it must be searchable by the
-	// postgres user.
+	// runs as root and the postgres user cannot search every directory
+	// above it, a new cluster goes under ReachableRoot instead.
 	Dir string
 	// BinDir holds the server binaries (initdb, postgres). Empty means
 	// FindBinDir.
@@ -130,23 +130,24 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Check before creating anything, and again after: parents we create
-	// are 0755 so the server user can pass through them, unless a strict
-	// umask narrowed them.
-	if err := as.checkTraversable(dataDir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(dataDir), 0o755); err != nil {
-		return nil, fmt.Errorf("cluster dir: %w", err)
-	}
-	if err := as.checkTraversable(dataDir); err != nil {
-		return nil, err
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "postgres")
+	place, err := placeCluster(dataDir, cfg.ReachableRoot, as)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case place.moved && place.why != nil:
+		log.Info("postgres cluster kept outside the data dir: the server's user cannot reach it there",
+			"dir", place.dir, "data_dir_pg", dataDir, "reason", place.why.Error())
+	case place.moved:
+		log.Info("postgres cluster kept outside the data dir, where an earlier start put it",
+			"dir", place.dir, "data_dir_pg", dataDir)
+	}
+	dataDir = place.dir
 	port := cfg.Port
 	if port == 0 {
 		port = defaultPort
