@@ -95,7 +95,10 @@ func TestEmbeddedNodeAsRootInA0700Home(t *testing.T) {
 	n := testnode.Run(t, node.Config{DataDir: dataDir})
 	mustReady(t, n)
 	pgDir := n.Postgres().Dir()
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(pgDir)) })
+	t.Cleanup(func() {
+		os.RemoveAll(filepath.Dir(pgDir))
+		_ = os.Remove(filepath.Dir(filepath.Dir(pgDir))) // only if no other cluster lives there
+	})
 	if !strings.HasPrefix(pgDir, "/var/lib/chatd/") {
 		t.Fatalf("cluster dir: got %s, want one under /var/lib/chatd", pgDir)
 	}
