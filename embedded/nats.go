@@ -21,6 +21,10 @@ import (
 // store needs headroom.
 const natsReadyTimeout = 30 * time.Second
 
+// natsReadyPoll is how often StartNATS looks for a fatal error while it
+// waits for the server to be ready.
+const natsReadyPoll = 100 * time.Millisecond
+
 // NATSConfig configures StartNATS.
 type NATSConfig struct {
 	// StoreDir is the JetStream store directory. Required.
@@ -93,16 +97,33 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	// Debug and trace stay off: trace logs every protocol line.
-	srv.SetLogger(natsLogger{log: log}, false, false)
+	fatal := &firstFatal{}
+	srv.SetLogger(natsLogger{log: log, fatal: fatal}, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(natsReadyTimeout) {
+	if err := waitNATSReady(srv, fatal); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start nats: not ready after %s", natsReadyTimeout)
+		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	n := &NATS{srv: srv, log: log, auth: auth}
 	log.Info("nats started", "store_dir", cfg.StoreDir, "client_url", n.ClientURL(), "nkey_file", cfg.NkeyFile)
 	return n, nil
+}
+
+// waitNATSReady waits until srv accepts connections. It gives up early
+// when the server reported a fatal error (it then never becomes ready: a
+// listener that cannot bind, say), and after natsReadyTimeout otherwise.
+func waitNATSReady(srv *server.Server, fatal *firstFatal) error {
+	deadline := time.Now().Add(natsReadyTimeout)
+	for !srv.ReadyForConnections(natsReadyPoll) {
+		if msg := fatal.get(); msg != "" {
+			return fmt.Errorf("%s (is another chatd or NATS on that address? pick another --nats-listen)", msg)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", natsReadyTimeout)
+		}
+	}
+	return nil
 }
 
 // splitListen parses "host:port". nats-server reads port 0 as its default

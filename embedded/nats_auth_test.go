@@ -108,3 +108,23 @@ func TestNATSRefusesUnauthenticatedNonLoopbackListen(t *testing.T) {
 		t.Fatal("no listener with credentials on 0.0.0.0")
 	}
 }
+
+// TestNATSListenOnATakenPortFailsFast: a listener that cannot bind fails
+// the start at once with the reason, rather than after the ready timeout
+// with none.
+func TestNATSListenOnATakenPortFailsFast(t *testing.T) {
+	first := mustStartNATS(t, embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	taken := strings.TrimPrefix(first.ClientURL(), "nats://")
+	began := time.Now()
+	n, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: taken})
+	if err == nil {
+		n.Shutdown()
+		t.Fatalf("second server on %s: got nil error", taken)
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("got %q, want the bind error", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("failed after %v, want within 5s", took)
+	}
+}
