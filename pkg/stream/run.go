@@ -86,7 +86,7 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 			}
 			lastCheck = r.cfg.Now()
 		}
-		n, err := r.round(ctx)
+		n, done, err := r.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -108,8 +108,10 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 		if errors.Is(err, errPublish) {
 			// Only NATS-side failures count: another node shares this
 			// node's PostgreSQL, but maybe not its NATS link.
+			// A partial round's progress restarts the clock: slow acks
+			// under load are no reason to step down.
 			now := r.cfg.Now()
-			if failingSince.IsZero() {
+			if failingSince.IsZero() || done > 0 {
 				failingSince = now
 			}
 			if failed := now.Sub(failingSince); failed >= r.cfg.StepDownAfter {
