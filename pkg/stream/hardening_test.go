@@ -330,3 +330,47 @@ func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
 		t.Fatalf("relay A: chatd_relay_active = %v, want 0", got)
 	}
 }
+
+// A full stream (MaxBytes with DiscardNew) is back-pressure, not a bad row
+// and not a broken link: nothing is set aside, the relay keeps its lock,
+// and the outbox drains once the stream has room.
+func TestRelayStreamFullIsBackPressure(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js := mustJS(t, nc)
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{MaxBytes: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, s, chat.ID, 0, 100)
+	reg := prometheus.NewRegistry()
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond,
+		Standby: 200 * time.Millisecond, StepDownAfter: 300 * time.Millisecond, Registerer: reg})
+	waitFor(t, "the stream to fill", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) { // over three step-down periods
+		if !r.Active() {
+			t.Fatal("relay stepped down on a full stream: want it to keep the lock (another node would hit the same limit)")
+		}
+	}
+	if n := metric(t, reg, "chatd_relay_set_aside_total"); n != 0 {
+		t.Fatalf("chatd_relay_set_aside_total = %v on a full stream, want 0", n)
+	}
+	if d := outboxDepth(t, s); d == 0 {
+		t.Fatal("outbox drained into a full stream")
+	}
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "drain once the stream has room", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	if got := streamMsgs(t, js); got != 100 {
+		t.Fatalf("stream holds %d messages, want 100", got)
+	}
+}
