@@ -1,7 +1,10 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,7 +125,9 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg})
+	var logs logBuffer
+	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	waitFor(t, "outbox to drain past the bad row", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
 	if got := streamMsgs(t, js); got != 10 {
@@ -140,6 +145,34 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	if n := metric(t, reg, "chatd_relay_set_aside_total"); n != 1 {
 		t.Fatalf("chatd_relay_set_aside_total = %v, want 1", n)
 	}
+	var logged bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "chat="+chat.ID) &&
+			strings.Contains(line, "msg_id="+msgID) && strings.Contains(line, "maximum payload exceeded") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Fatalf("no ERROR line naming chat %s, message %s and the reason in:\n%s", chat.ID, msgID, logs.String())
+	}
+}
+
+// logBuffer collects a logger's output; the relay logs from its own goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // silence makes the delivery stream unable to answer while the connection
