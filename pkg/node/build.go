@@ -30,7 +30,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, Logger: n.log, Registerer: n.reg})
+	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, StepDownAfter: cfg.RelayStepDownAfter, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,11 @@ type Config struct {
 	GCInterval       time.Duration
 	HistoryRetention time.Duration
 
+	// RelayStepDownAfter is how long this node's relay may fail to publish
+	// before it gives the relay lock up for another node. Zero means
+	// stream.DefaultStepDownAfter (5 s).
+	RelayStepDownAfter time.Duration
+
 	Logger *slog.Logger
 }
 
@@ -88,6 +93,9 @@ func (c *Config) setDefaults() error {
 	// on, so history must outlive anything the delivery buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
+	}
+	if c.RelayStepDownAfter <= 0 {
+		c.RelayStepDownAfter = stream.DefaultStepDownAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
