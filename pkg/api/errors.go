@@ -15,6 +15,7 @@ const (
 	codeForbidden    = "forbidden"
 	codeNotFound     = "not_found"
 	codeConflict     = "conflict"
+	codeCIDConflict  = "cid_conflict"
 	codeRateLimited  = "rate_limited"
 	codeOverloaded   = "overloaded"
 	codeUnavailable  = "unavailable"
@@ -36,6 +37,8 @@ func errorCode(err error) (code string, status int) {
 		return codeForbidden, fiber.StatusForbidden
 	case errors.Is(err, chatd.ErrNotFound):
 		return codeNotFound, fiber.StatusNotFound
+	case errors.Is(err, chatd.ErrCIDConflict):
+		return codeCIDConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrConflict):
 		return codeConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrRateLimited):
@@ -58,7 +61,7 @@ func rejectCode(err error) string {
 	switch code {
 	case codeInvalid, codeTooLarge, codeForbidden, codeNotFound, codeRateLimited:
 		return code
-	case codeConflict:
+	case codeConflict, codeCIDConflict:
 		return codeInvalid
 	}
 	return codeOverloaded

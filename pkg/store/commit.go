@@ -37,8 +37,9 @@ type Accepted struct {
 }
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
-// (unknown chat) or chatd.ErrForbidden (sender not a member); the message was
-// not stored and Accepted is zero.
+// (unknown chat), chatd.ErrForbidden (sender not a member) or
+// chatd.ErrCIDConflict (the cid names the sender's message in another chat);
+// the message was not stored and Accepted is zero.
 type Outcome struct {
 	Accepted
 	Err error
@@ -52,8 +53,9 @@ const notifyChannel = "chatd_outbox"
 // concurrently: batches lock their chats in id order, so they cannot deadlock
 // on chat rows.
 //
-// A send whose (From, CID) is already stored, or appears earlier in the same
-// batch, is a Duplicate of the original. Every other accepted send gets the
+// A send whose (From, CID) is already stored for the same chat, or was
+// accepted earlier in the same batch, is a Duplicate of the original; the
+// same (From, CID) for another chat is refused with chatd.ErrCIDConflict. Every other accepted send gets the
 // next seq of its chat (gapless, in commit order: invariant 5), a history row
 // and then its outbox row with the chat's members frozen as recipients
 // (invariant 1), and the relays are notified.
@@ -61,7 +63,8 @@ const notifyChannel = "chatd_outbox"
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
 // same cids is always safe). A unique violation on (sender, cid) from a
-// concurrent batch is retried once, so the retry reports the duplicate.
+// concurrent batch is retried once, so the retry reports the duplicate (or,
+// for another chat, the conflict).
 func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error) {
 	if len(sends) == 0 {
 		return nil, nil
@@ -233,14 +236,21 @@ func (p *commitPlan) assign() {
 		p.dupOf[i] = -1
 		k := sendKey{snd.From, snd.CID}
 		if m, ok := p.existing[k]; ok {
+			if m.Chat != snd.Chat {
+				p.out[i].Err = cidConflict(snd)
+				continue
+			}
 			p.out[i].Accepted = Accepted{Message: m, Duplicate: true}
 			continue
 		}
 		if j, ok := first[k]; ok {
+			if p.sends[j].Chat != snd.Chat {
+				p.out[i].Err = cidConflict(snd)
+				continue
+			}
 			p.dupOf[i] = j
 			continue
 		}
-		first[k] = i
 		last, ok := p.lastSeq[snd.Chat]
 		if !ok {
 			p.out[i].Err = fmt.Errorf("chat %s: %w", snd.Chat, chatd.ErrNotFound)
@@ -251,6 +261,9 @@ func (p *commitPlan) assign() {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
 			continue
 		}
+		// Only an accepted send claims its cid in this batch: a refused one
+		// stores nothing, so its cid stays free, as it would across batches.
+		first[k] = i
 		last++
 		p.lastSeq[snd.Chat] = last
 		p.out[i].Accepted = Accepted{
@@ -360,17 +373,20 @@ func (p *commitPlan) columns() insertColumns {
 	return c
 }
 
-// resolveDuplicates answers the repeats inside the batch with the outcome of
-// their first occurrence, marked Duplicate when that one was accepted.
+// cidConflict refuses a send whose (sender, cid) names a message of another
+// chat. Answering it with that message would tell the sender that a message
+// its chat's members never get was accepted (issue 8, item 9).
+func cidConflict(snd *Send) error {
+	return fmt.Errorf("cid %q was already used by %s for another chat: give each new message a new cid: %w",
+		snd.CID, snd.From, chatd.ErrCIDConflict)
+}
+
+// resolveDuplicates answers the repeats inside the batch with the message of
+// their first occurrence (always an accepted one), marked Duplicate.
 func (p *commitPlan) resolveDuplicates() {
 	for i, j := range p.dupOf {
-		if j < 0 {
-			continue
+		if j >= 0 {
+			p.out[i].Accepted = Accepted{Message: p.out[j].Message, Duplicate: true}
 		}
-		if p.out[j].Err != nil {
-			p.out[i].Err = p.out[j].Err
-			continue
-		}
-		p.out[i].Accepted = Accepted{Message: p.out[j].Message, Duplicate: true}
 	}
 }
