@@ -109,7 +109,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		}
 		dsn = pg.DSN("chatd")
 	}
-	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log})
+	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}

@@ -242,3 +242,29 @@ func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change 
 // microsecond precision (what timestamptz keeps), so a value handed back at
 // acceptance equals the one read from history later.
 func timeUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// SetChatRetention sets how long the chat's history is kept; 0 restores the
+// server default. A retention shorter than Config.MinChatRetention (the
+// delivery stream's max age) is chatd.ErrInvalid: a message the stream still
+// holds, or a recipient may still need to recover, would be gone from
+// history. An unknown chat is chatd.ErrNotFound. It does not check who asks.
+func (s *Store) SetChatRetention(ctx context.Context, chatID string, retention time.Duration) error {
+	if retention < 0 || (retention > 0 && retention < s.minChatRetention) {
+		return fmt.Errorf("chat retention %v is shorter than the delivery stream's max age %v: set at least %v, or 0 for the server default: %w",
+			retention, s.minChatRetention, s.minChatRetention, chatd.ErrInvalid)
+	}
+	var arg *int64 // null: the server default
+	if retention > 0 {
+		us := retention.Microseconds()
+		arg = &us
+	}
+	tag, err := s.pool.Exec(ctx,
+		`update chats set retention = $2::bigint * interval '1 microsecond' where id = $1`, chatID, arg)
+	if err != nil {
+		return fmt.Errorf("set retention of %s: %w", chatID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("chat %s: %w", chatID, chatd.ErrNotFound)
+	}
+	return nil
+}

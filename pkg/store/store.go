@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -24,6 +25,12 @@ type Config struct {
 	// dedicated connections of ListenOutbox and a held RelayLock are not
 	// counted against it.
 	MaxConns int32
+	// MinChatRetention is the shortest history retention a chat may have:
+	// the node sets it to the delivery stream's max age, so that anything
+	// the stream still holds stays recoverable from history (invariant 4).
+	// SetChatRetention refuses less, and PruneHistory never keeps less.
+	// 0 means no floor.
+	MinChatRetention time.Duration
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -32,8 +39,9 @@ type Config struct {
 // Store is a handle on chatd's PostgreSQL database. Create it with Open and
 // release it with Close.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool             *pgxpool.Pool
+	log              *slog.Logger
+	minChatRetention time.Duration
 }
 
 // Open connects to the database at dsn and applies every pending migration
@@ -57,7 +65,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{pool: pool, log: log.With("component", "store")}
+	s := &Store{pool: pool, log: log.With("component", "store"), minChatRetention: max(cfg.MinChatRetention, 0)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
