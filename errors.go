@@ -13,6 +13,9 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrTooLarge: a body is over the configured maximum.
 	ErrTooLarge = errors.New("too large")
+	// ErrTooManyMembers: a group would have more members than the configured
+	// maximum (every message's envelope carries the member list).
+	ErrTooManyMembers = errors.New("too many members")
 	// ErrConflict: the operation does not fit the chat (e.g. adding a member to a direct chat).
 	ErrConflict = errors.New("conflict")
 	// ErrCIDConflict: the sender already used this cid for another chat. A

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,12 @@ type Send struct {
 	CID    string
 	Body   string
 	TS     time.Time
+	// MaxEnvelopeBytes bounds the send's encoded stream envelope (see
+	// chatd.Envelope.EncodedSize), checked with the chat's members as they
+	// are at commit; over it the send is refused with chatd.ErrTooLarge.
+	// A message the broker refuses would stop the relay at its row for every
+	// chat. 0 means unchecked.
+	MaxEnvelopeBytes int
 }
 
 // Accepted is a stored message. For a Duplicate, Message is the original as
@@ -261,6 +268,10 @@ func (p *commitPlan) assign() {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
 			continue
 		}
+		if err := checkEnvelope(snd, last+1, mem); err != nil {
+			p.out[i].Err = err
+			continue
+		}
 		// Only an accepted send claims its cid in this batch: a refused one
 		// stores nothing, so its cid stays free, as it would across batches.
 		first[k] = i
@@ -371,6 +382,30 @@ func (p *commitPlan) columns() insertColumns {
 		c.upChats, c.upSeqs = append(c.upChats, id), append(c.upSeqs, seq)
 	}
 	return c
+}
+
+// checkEnvelope refuses a send whose stream envelope would be over its
+// limit. It sizes the envelope the relay will publish, with the largest
+// outbox id (not known before insert) and the seq it would take.
+func checkEnvelope(snd *Send, seq int64, recipients []string) error {
+	if snd.MaxEnvelopeBytes <= 0 {
+		return nil
+	}
+	e := chatd.Envelope{
+		OutboxID: math.MaxInt64,
+		Message: chatd.Message{
+			ID: snd.ID, CID: snd.CID, Chat: snd.Chat, From: snd.From, Body: snd.Body,
+			Seq: seq, TS: timeUTC(snd.TS),
+		},
+		Device:     snd.Device,
+		Recipients: recipients,
+	}
+	if n := e.EncodedSize(); n > snd.MaxEnvelopeBytes {
+		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
+			"send a shorter body (control characters and < > & count 6 bytes each): %w",
+			n, len(recipients), snd.MaxEnvelopeBytes, chatd.ErrTooLarge)
+	}
+	return nil
 }
 
 // cidConflict refuses a send whose (sender, cid) names a message of another
