@@ -12,6 +12,7 @@ import (
 const (
 	codeInvalid      = "invalid"
 	codeTooLarge     = "too_large"
+	codeTooMany      = "too_many_members"
 	codeForbidden    = "forbidden"
 	codeNotFound     = "not_found"
 	codeConflict     = "conflict"
@@ -31,6 +32,8 @@ func errorCode(err error) (code string, status int) {
 		// 400, not 413: the contract answers every bad body with 400; the
 		// code tells the client which rule it broke.
 		return codeTooLarge, fiber.StatusBadRequest
+	case errors.Is(err, chatd.ErrTooManyMembers):
+		return codeTooMany, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrInvalid):
 		return codeInvalid, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrForbidden):
@@ -63,6 +66,8 @@ func rejectCode(err error) string {
 		return code
 	case codeConflict, codeCIDConflict:
 		return codeInvalid
+	case codeTooMany:
+		return codeTooLarge
 	}
 	return codeOverloaded
 }

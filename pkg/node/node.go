@@ -109,7 +109,9 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		}
 		dsn = pg.DSN("chatd")
 	}
-	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge})
+	st, err := store.Open(ctx, dsn, store.Config{
+		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
+	})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
