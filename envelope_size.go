@@ -14,12 +14,20 @@ import (
 // would stop the relay at that row for every chat. The unit tests hold it
 // equal to len(json.Marshal(e)), field by field.
 func (e *Envelope) EncodedSize() int {
+	return e.EncodedSizeWithRecipients(JSONListSize(e.Recipients))
+}
+
+// EncodedSizeWithRecipients is EncodedSize with the encoded size of the
+// recipients given (JSONListSize of them) instead of read from e.Recipients,
+// so that a batch sizing many envelopes for one large chat measures its
+// member list once.
+func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
 	m := &e.Message
 	n := len(`{"outbox_id":,"msg":{"id":,"cid":,"chat":,"from":,"body":,"seq":,"ts":},"device":,"to":}`)
 	n += intSize(e.OutboxID) + intSize(m.Seq) + timeSize(m.TS)
 	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
 		JSONStringSize(m.From) + JSONStringSize(m.Body) + JSONStringSize(e.Device)
-	return n + jsonListSize(e.Recipients)
+	return n + recipientsSize
 }
 
 // WorstCaseEnvelopeSize is the largest envelope a message of at most
@@ -49,16 +57,8 @@ func WorstCaseEnvelopeSize(maxBodyBytes, members int) int {
 func JSONStringSize(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-				n += 2
-			case b < 0x20 || b == '<' || b == '>' || b == '&':
-				n += 6 // \u00XX
-			default:
-				n++
-			}
+		if b := s[i]; b < utf8.RuneSelf {
+			n += int(asciiJSONSize[b])
 			i++
 			continue
 		}
@@ -76,8 +76,27 @@ func JSONStringSize(s string) int {
 	return n
 }
 
-// jsonListSize is the encoded length of a []string (null when nil).
-func jsonListSize(ss []string) int {
+// asciiJSONSize is the encoded length of each ASCII byte: 2 for the short
+// escapes, 6 for \u00XX (other control characters, and <, > and & that
+// encoding/json escapes for HTML), else 1. A table keeps the per-byte cost
+// to one load: this runs per send inside the committing transaction.
+var asciiJSONSize = func() (t [utf8.RuneSelf]uint8) {
+	for b := range t {
+		switch {
+		case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+			t[b] = 2
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			t[b] = 6
+		default:
+			t[b] = 1
+		}
+	}
+	return t
+}()
+
+// JSONListSize returns the length of ss encoded as a JSON array of strings
+// by encoding/json (null when ss is nil).
+func JSONListSize(ss []string) int {
 	if ss == nil {
 		return len("null")
 	}

@@ -2,6 +2,7 @@ package chatd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -100,5 +101,26 @@ func TestWorstCaseEnvelopeSize(t *testing.T) {
 	}
 	if d := chatd.WorstCaseEnvelopeSize(101, 2) - chatd.WorstCaseEnvelopeSize(100, 2); d != 6 {
 		t.Fatalf("growth per body byte: got %d, want 6", d)
+	}
+}
+
+// EncodedSize runs once per send inside the committing transaction, with the
+// chat's member list: it must stay cheap next to the insert.
+func BenchmarkEnvelopeEncodedSize(b *testing.B) {
+	for _, members := range []int{2, 100, 1000} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			to := make([]string, members)
+			for i := range to {
+				to[i] = fmt.Sprintf("user-%06d", i)
+			}
+			e := chatd.Envelope{OutboxID: math.MaxInt64, Message: chatd.Message{
+				ID: "01HZZZZZZZZZZZZZZZZZZZZZZZ", CID: "k", Chat: "c", From: "alice",
+				Body: strings.Repeat("hello <world> ", 100), Seq: 1, TS: time.Now().UTC(),
+			}, Device: "d", Recipients: to}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = e.EncodedSize()
+			}
+		})
 	}
 }

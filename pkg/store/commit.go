@@ -134,6 +134,8 @@ type commitPlan struct {
 	lastSeq  map[string]int64          // locked chats and their counters (step b)
 	members  map[string][]string       // sorted members of each locked chat (step c)
 
+	recipientsSize map[string]int // encoded size of each chat's members, for checkEnvelope
+
 	fresh []int // indexes of sends to insert, in batch order
 	dupOf []int // dupOf[i] = j when send i repeats an earlier send j of this batch; else -1
 }
@@ -268,7 +270,7 @@ func (p *commitPlan) assign() {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
 			continue
 		}
-		if err := checkEnvelope(snd, last+1, mem); err != nil {
+		if err := p.checkEnvelope(snd, last+1, mem); err != nil {
 			p.out[i].Err = err
 			continue
 		}
@@ -387,9 +389,18 @@ func (p *commitPlan) columns() insertColumns {
 // checkEnvelope refuses a send whose stream envelope would be over its
 // limit. It sizes the envelope the relay will publish, with the largest
 // outbox id (not known before insert) and the seq it would take.
-func checkEnvelope(snd *Send, seq int64, recipients []string) error {
+func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) error {
 	if snd.MaxEnvelopeBytes <= 0 {
 		return nil
+	}
+	// A big group's member list is measured once per batch, not per send.
+	toSize, ok := p.recipientsSize[snd.Chat]
+	if !ok {
+		if p.recipientsSize == nil {
+			p.recipientsSize = make(map[string]int, len(p.chatIDs))
+		}
+		toSize = chatd.JSONListSize(recipients)
+		p.recipientsSize[snd.Chat] = toSize
 	}
 	e := chatd.Envelope{
 		OutboxID: math.MaxInt64,
@@ -397,10 +408,9 @@ func checkEnvelope(snd *Send, seq int64, recipients []string) error {
 			ID: snd.ID, CID: snd.CID, Chat: snd.Chat, From: snd.From, Body: snd.Body,
 			Seq: seq, TS: timeUTC(snd.TS),
 		},
-		Device:     snd.Device,
-		Recipients: recipients,
+		Device: snd.Device,
 	}
-	if n := e.EncodedSize(); n > snd.MaxEnvelopeBytes {
+	if n := e.EncodedSizeWithRecipients(toSize); n > snd.MaxEnvelopeBytes {
 		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
 			"send a shorter body (control characters and < > & count 6 bytes each): %w",
 			n, len(recipients), snd.MaxEnvelopeBytes, chatd.ErrTooLarge)
