@@ -44,8 +44,9 @@ type Accepted struct {
 }
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
-// (unknown chat), chatd.ErrForbidden (sender not a member) or
-// chatd.ErrCIDConflict (the cid names the sender's message in another chat);
+// (unknown chat), chatd.ErrForbidden (sender not a member),
+// chatd.ErrCIDConflict (the cid names the sender's message in another chat)
+// or chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes);
 // the message was not stored and Accepted is zero.
 type Outcome struct {
 	Accepted
@@ -62,8 +63,8 @@ const notifyChannel = "chatd_outbox"
 //
 // A send whose (From, CID) is already stored for the same chat, or was
 // accepted earlier in the same batch, is a Duplicate of the original; the
-// same (From, CID) for another chat is refused with chatd.ErrCIDConflict. Every other accepted send gets the
-// next seq of its chat (gapless, in commit order: invariant 5), a history row
+// same (From, CID) for another chat is refused with chatd.ErrCIDConflict.
+// Every other accepted send gets the next seq of its chat (gapless, in commit order: invariant 5), a history row
 // and then its outbox row with the chat's members frozen as recipients
 // (invariant 1), and the relays are notified.
 //
