@@ -37,6 +37,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, "read receipts per read-state transaction (group commit)")
 	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10_000_000, "how long a read-state batch waits to fill")
 	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, "largest message body")
+	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", node.DefaultMaxGroupMembers, "most members a group may have (checked on create and add); every message carries its members to the delivery stream")
 
 	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10_000_000_000, "delivery lease (AckWait): keep far above p99.9 delivery-to-ack latency")
 	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, "delivery attempts before a non-acking client is abandoned (close 4000)")

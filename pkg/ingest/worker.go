@@ -75,6 +75,8 @@ func (w *worker) commit() {
 			CID:    it.req.CID,
 			Body:   it.req.Body,
 			TS:     now,
+
+			MaxEnvelopeBytes: in.cfg.MaxEnvelopeBytes,
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CommitTimeout)

@@ -11,8 +11,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 )
+
+// DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
+const DefaultMaxGroupMembers = store.DefaultMaxGroupMembers
 
 // Config is everything a node needs. Zero values take the defaults of the
 // component they configure (DESIGN.md's table).
@@ -47,6 +51,10 @@ type Config struct {
 	BatchDelay   time.Duration
 	Workers      int
 	MaxBodyBytes int
+	// MaxGroupMembers caps a group's size (store.Config.MaxGroupMembers):
+	// every message carries its chat's members to the delivery stream.
+	// Zero means DefaultMaxGroupMembers.
+	MaxGroupMembers int
 
 	ReadBatchSize  int
 	ReadBatchDelay time.Duration

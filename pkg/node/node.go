@@ -53,9 +53,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	// Not n itself: every `return nil, err` below sets n to nil first.
+	started := n
 	defer func() {
 		if err != nil {
-			n.Close()
+			started.Close()
 		}
 	}()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -109,7 +111,9 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		}
 		dsn = pg.DSN("chatd")
 	}
-	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log})
+	st, err := store.Open(ctx, dsn, store.Config{
+		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
+	})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
