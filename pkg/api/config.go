@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -50,6 +51,10 @@ func (l *Limits) setDefaults() {
 	setDur(&l.PingInterval, 10*time.Second)
 	setDur(&l.IdleTimeout, 30*time.Second)
 }
+
+// MinJWTSecretBytes is the shortest HS256 secret a Server accepts: a
+// shorter one can be brute-forced from a single token.
+const MinJWTSecretBytes = 16
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
@@ -112,8 +117,8 @@ type Config struct {
 
 func (c *Config) setDefaults() error {
 	switch {
-	case len(c.JWTSecret) < 16:
-		return errors.New("api: Config.JWTSecret must be at least 16 bytes")
+	case len(c.JWTSecret) < MinJWTSecretBytes:
+		return fmt.Errorf("api: Config.JWTSecret must be at least %d bytes", MinJWTSecretBytes)
 	case c.Chats == nil:
 		return errors.New("api: Config.Chats is required")
 	case c.Ingest == nil:

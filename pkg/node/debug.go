@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -18,10 +17,7 @@ func (n *Node) serveDebug(ctx context.Context) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", n.cfg.DebugListen)
-	if err != nil {
-		return err
-	}
+	ln := n.debugLn
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -31,7 +27,7 @@ func (n *Node) serveDebug(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shut)
 	}()
-	err = srv.Serve(ln)
+	err := srv.Serve(ln)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
