@@ -56,10 +56,12 @@ func New(cfg Config) (*Server, error) {
 		Immutable:    true,
 		ErrorHandler: s.fiberErrors,
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
-		// Room for a token up to VerifyToken's 2 KiB limit plus the other
-		// headers, so an oversized token is a 401, not a 431. Kept no larger:
-		// fasthttp hands this buffer to a hijacked WebSocket for its life.
-		ReadBufferSize: 4 << 10,
+		// fasthttp's read buffer is the header limit (see MaxHeaderBytes).
+		ReadBufferSize: cfg.MaxHeaderBytes,
+		// fasthttp sets this deadline before reading each request and
+		// clears it when a WebSocket takes over the connection, so it
+		// bounds plain requests only.
+		ReadTimeout: cfg.ReadTimeout,
 		// A keep-alive connection waiting for its next request is closed
 		// after this; without it an idle client holds a connection (and a
 		// server goroutine) forever. WebSockets set their own deadlines.
@@ -102,6 +104,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (tests use port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = newLimitListener(ln, s.cfg.MaxConnections, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {
