@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -27,6 +28,9 @@ type Server struct {
 	metrics  *metrics
 	rest     *userLimiter
 	gw       *gateway
+
+	// unready makes /readyz fail; set by Unready, first step of shutdown.
+	unready atomic.Bool
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -124,12 +128,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+// Unready makes /readyz answer 503 from now on while everything else keeps
+// serving. Call it first when shutting down, so a load balancer stops
+// sending new sockets before ingest drains and the sockets are closed.
+// Shutdown implies it. Safe for concurrent use.
+func (s *Server) Unready() { s.unready.Store(true) }
+
 // Shutdown refuses new WebSocket upgrades, closes every live WebSocket with
 // 1001 going away, waits for their handlers, then shuts Fiber down (which by
 // itself would leave hijacked WebSockets open). Later calls return the first
 // call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
+		s.Unready()
 		gerr := s.gw.shutdown(ctx)
 		ferr := s.app.ShutdownWithContext(ctx)
 		if ferr != nil {

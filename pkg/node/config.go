@@ -44,6 +44,10 @@ type Config struct {
 	HTTPReadTimeout time.Duration
 	MaxHeaderBytes  int
 	MaxConnections  int
+	// ShutdownDelay is how long shutdown waits after /readyz turns 503
+	// before it drains anything, so a load balancer that polls readiness
+	// stops sending new sockets first. Zero: no wait.
+	ShutdownDelay time.Duration
 	// DebugListen serves Go's profiler (/debug/pprof/) on this address.
 	// Empty: no profiler.
 	DebugListen string
