@@ -36,15 +36,17 @@ type Node struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 
-	Store    *store.Store
-	Ingest   *ingest.Ingest
-	Reads    *ingest.Reads
-	Relay    *stream.Relay
-	Push     *push.Registry
-	Reclaim  *reclaim.Reclaimer
-	API      *api.Server
-	nodeID   string
-	closeFns []func()
+	Store   *store.Store
+	Ingest  *ingest.Ingest
+	Reads   *ingest.Reads
+	Relay   *stream.Relay
+	Push    *push.Registry
+	Reclaim *reclaim.Reclaimer
+	API     *api.Server
+	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
+	outboxStats *outboxStats
+	nodeID      string
+	closeFns    []func()
 }
 
 // Start brings up the services and builds every component. It opens the

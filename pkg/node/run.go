@@ -54,6 +54,7 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
 	deliver.start(failed, "retention", n.pruneHistory)
+	deliver.start(failed, "outbox stats", n.outboxStats.run)
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}
