@@ -89,7 +89,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	// Checked here, before the slow services, though api.New checks it too.
 	if len(secret) < api.MinJWTSecretBytes {
-		return fmt.Errorf("--jwt-secret is %d bytes, want at least %d random bytes (e.g. openssl rand -hex 32); pass it in CHATD_JWT_SECRET rather than the flag, which any local user can read in the process list",
+		return fmt.Errorf("the JWT secret (--jwt-secret) is %d bytes, want at least %d random bytes (e.g. openssl rand -hex 32); pass it in CHATD_JWT_SECRET rather than the flag, which any local user can read in the process list",
 			len(secret), api.MinJWTSecretBytes)
 	}
 	if err := n.startDatabase(ctx); err != nil {
