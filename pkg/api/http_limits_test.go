@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -95,6 +96,60 @@ func TestWebSocketOutlivesReadTimeout(t *testing.T) {
 	}
 	// And a plain request on a fresh connection still works.
 	e.mustCall(t, 200, "", "GET", "/healthz", nil)
+}
+
+// A WebSocket that only answers the server's pings also outlives the read
+// timeout: once upgraded, the idle reaper alone decides.
+func TestQuietWebSocketOutlivesReadTimeout(t *testing.T) {
+	e := mustEnv(t, func(c *api.Config) {
+		c.ReadTimeout = 300 * time.Millisecond
+		c.Limits.PingInterval = 200 * time.Millisecond
+		c.Limits.IdleTimeout = time.Second
+	})
+	chat := e.mustGroup(t, "alice", "bob")
+	conn, _, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, "alice", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The reader answers pings (the library does, while reading) and hands
+	// frames over; it ends when the connection does.
+	frames := make(chan map[string]any, 16)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(frames)
+		for {
+			var m map[string]any
+			if err := conn.ReadJSON(&m); err != nil {
+				readErr <- err
+				return
+			}
+			frames <- m
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-frames:
+			if !ok {
+				t.Fatalf("connection ended: %v", <-readErr)
+			}
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no frame within 5 s")
+		}
+		return nil
+	}
+	if m := next(); m["type"] != "hello" {
+		t.Fatalf("first frame %v, want hello", m)
+	}
+	time.Sleep(1500 * time.Millisecond) // five read timeouts, silent but for pongs
+	if err := conn.WriteJSON(sendFrame(chat, "quiet", "still here")); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(); m["type"] != "accepted" {
+		t.Fatalf("frame %v, want accepted", m)
+	}
 }
 
 // A header larger than MaxHeaderBytes is refused with 431 instead of being
