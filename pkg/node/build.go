@@ -70,6 +70,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		JWTSecret:      secret,
 		AllowedOrigins: cfg.AllowedOrigins,
 		AdminUsers:     cfg.AdminUsers,
+		ReadTimeout:    cfg.HTTPReadTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		MaxConnections: cfg.MaxConnections,
 		Limits: api.Limits{
 			Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts, MaxPending: cfg.MaxPending,
 			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,

@@ -42,6 +42,16 @@ type Config struct {
 	AllowedOrigins []string
 	// AdminUsers may read /api/admin/outbox.
 	AdminUsers []string
+	// HTTPReadTimeout, MaxHeaderBytes and MaxConnections bound the HTTP
+	// edge (see api.Config's ReadTimeout, MaxHeaderBytes, MaxConnections).
+	// Zero takes the api defaults: 10 s, 4 KiB, 10000.
+	HTTPReadTimeout time.Duration
+	MaxHeaderBytes  int
+	MaxConnections  int
+	// ShutdownDelay is how long shutdown waits after /readyz turns 503
+	// before it drains anything, so a load balancer that polls readiness
+	// stops sending new sockets first. Zero: no wait.
+	ShutdownDelay time.Duration
 	// DebugListen serves Go's profiler (/debug/pprof/) on this address.
 	// Empty: no profiler.
 	DebugListen string
