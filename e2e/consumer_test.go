@@ -192,4 +192,3 @@ func TestNodeCutFromNATSClosesSessionsUntilBack(t *testing.T) {
 		t.Fatalf("after restore: status %d first frame %q, want hello", st, first)
 	}
 }
-
