@@ -50,7 +50,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	n.Reclaim, err = reclaim.New(reclaim.Config{
-		Stream: str, Pins: n.Push, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
+		Stream: str, Pins: n.Push, ConsumerPrefix: push.ConsumerPrefix, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
 		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {

@@ -158,7 +158,7 @@ func runRegistry(t *testing.T, e *env, r *push.Registry, node string) (stop func
 
 func mustReclaimer(t *testing.T, e *env, pins reclaim.Pinner) *reclaim.Reclaimer {
 	t.Helper()
-	r, err := reclaim.New(reclaim.Config{Stream: e.stream, Pins: pins, Interval: time.Hour})
+	r, err := reclaim.New(reclaim.Config{Stream: e.stream, Pins: pins, ConsumerPrefix: push.ConsumerPrefix, Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
