@@ -11,12 +11,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 )
 
 // DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
 const DefaultMaxGroupMembers = store.DefaultMaxGroupMembers
+
+// DefaultNATSUnreachable is Config.NATSUnreachable's default, for flags.
+const DefaultNATSUnreachable = push.DefaultUnreachable
 
 // Config is everything a node needs. Zero values take the defaults of the
 // component they configure (DESIGN.md's table).
@@ -73,6 +77,14 @@ type Config struct {
 	MaxAttempts int
 	MaxPending  int
 	Grace       time.Duration
+	// NATSUnreachable is how long this node may fail to reach JetStream
+	// before it turns not ready and closes its sessions with 1001 (so its
+	// clients reconnect to a healthy node) until NATS answers. Zero means
+	// push.DefaultUnreachable.
+	NATSUnreachable time.Duration
+	// ConsumerCheck is how often the node checks that its consumer still
+	// exists (recreating it if not). Zero means 1 s.
+	ConsumerCheck time.Duration
 
 	RatePerSecond int
 	RateBurst     int
