@@ -93,7 +93,7 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 			c.Set(fiber.HeaderRetryAfter, "1")
 		}
 		if status == fiber.StatusInternalServerError {
-			s.log.Error("request failed", "method", c.Method(), "path", c.Route().Path, "err", err)
+			s.sampled.Error("request failed", "method", c.Method(), "path", c.Route().Path, "err", err)
 		} else {
 			s.log.Debug("request unavailable", "method", c.Method(), "path", c.Route().Path, "err", err)
 		}

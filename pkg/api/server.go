@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chatd/chatd/internal/logsample"
 	"log/slog"
 	"net"
 	"strconv"
@@ -21,8 +22,10 @@ import (
 // metrics on one Fiber app. Create it with New; Run or Serve it; Shutdown
 // closes every WebSocket with 1001 going away and then stops Fiber.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// sampled logs what can repeat for every request (a database outage).
+	sampled  *logsample.Sampler
 	app      *fiber.App
 	verifier *verifier
 	metrics  *metrics
@@ -44,9 +47,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registry)
+	log := cfg.Logger.With("component", "api")
 	s := &Server{
 		cfg:      cfg,
-		log:      cfg.Logger.With("component", "api"),
+		log:      log,
+		sampled:  logsample.New(log, logsample.Config{}),
 		verifier: newVerifier(cfg.JWTSecret, cfg.Now),
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
@@ -108,6 +113,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (tests use port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.sampled.Flush()
 	ln = newLimitListener(ln, s.cfg.MaxConnections, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -149,6 +150,8 @@ type Ingest struct {
 	queue   chan item
 	metrics *metrics
 	log     *slog.Logger
+	// sampled logs what can repeat for every batch (a database outage).
+	sampled *logsample.Sampler
 
 	mu     sync.RWMutex
 	closed bool // set once Run begins draining; guarded by mu
@@ -160,11 +163,13 @@ func New(cfg Config) (*Ingest, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registerer)
+	log := cfg.Logger.With("component", "ingest")
 	return &Ingest{
 		cfg:     cfg,
 		queue:   make(chan item, cfg.QueueSize),
 		metrics: m,
-		log:     cfg.Logger.With("component", "ingest"),
+		log:     log,
+		sampled: logsample.New(log, logsample.Config{}),
 	}, nil
 }
 
@@ -231,6 +236,7 @@ func (in *Ingest) validate(r Request) error {
 // everything already queued (bounded by CommitTimeout per batch) and returns
 // once every worker has exited.
 func (in *Ingest) Run(ctx context.Context) error {
+	defer in.sampled.Flush()
 	var wg sync.WaitGroup
 	for i := 0; i < in.cfg.Workers; i++ {
 		wg.Add(1)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
@@ -163,7 +164,11 @@ func (n *Node) startNATS() error {
 		n.closeFns = append(n.closeFns, n.nsrv.Shutdown)
 		n.nc, err = n.nsrv.Connect(nats.Name("chatd " + n.nodeID))
 	} else {
-		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1))
+		// A short reconnect wait: after a server restart or a failover the
+		// relay and push resume within about a second, not after nats.go's
+		// default 2 s pause per server in the list.
+		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1),
+			nats.ReconnectWait(250*time.Millisecond))
 		if err != nil {
 			return fmt.Errorf("connect to nats: %w (is NATS up and reachable? check --nats-url / CHATD_NATS_URL)", err)
 		}

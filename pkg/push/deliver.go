@@ -47,13 +47,13 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 func (r *Registry) handle(msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		r.log.Error("stream message without metadata; terminating it", "err", err)
+		r.sampled.Error("stream message without metadata; terminating it", "err", err)
 		_ = msg.Term()
 		return
 	}
 	var env chatd.Envelope
 	if err := json.Unmarshal(msg.Data(), &env); err != nil || env.Message.ID == "" {
-		r.log.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
+		r.sampled.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
 		_ = msg.TermWithReason("undecodable envelope")
 		return
 	}
@@ -65,7 +65,7 @@ func (r *Registry) handle(msg jetstream.Msg) {
 	ackNow, over := r.deliver(msg, meta, &env)
 	if ackNow {
 		if err := msg.Ack(); err != nil {
-			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 	// The overload reaper: a connection holding more than MaxPending
@@ -217,7 +217,7 @@ func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	}
 	if waiting == 0 {
 		if err := msg.Ack(); err != nil {
-			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 }
