@@ -23,7 +23,7 @@ const DefaultMaxGroupMembers = store.DefaultMaxGroupMembers
 const DefaultNATSUnreachable = push.DefaultUnreachable
 
 // Config is everything a node needs. Zero values take the defaults of the
-// component they configure (DESIGN.md's table).
+// component they configure (docs/architecture.md, section 7 "Defaults").
 type Config struct {
 	// Listen is the HTTP address. Zero means 127.0.0.1:8080; port 0 picks one.
 	Listen string
@@ -119,8 +119,9 @@ func (c *Config) setDefaults() error {
 	if c.StreamMaxAge <= 0 {
 		c.StreamMaxAge = stream.DefaultMaxAge
 	}
-	// Invariant 4: a client recovers from history what live delivery gave up
-	// on, so history must outlive anything the delivery buffer still holds.
+	// docs/architecture.md, invariant 4: a client recovers from history what
+	// live delivery gave up on, so history must outlive anything the delivery
+	// buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
 	}

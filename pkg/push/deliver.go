@@ -192,8 +192,9 @@ func (r *Registry) Ack(c Conn, ids []string) {
 // withdrawal acks the message once nobody waits; if nobody was waiting (the
 // reaper was first, or the node restarted since) it is acked here. Either
 // way the ack floor passes the message only after its recipients were
-// withdrawn (invariant 2). This delivery also arrives when the last attempt
-// itself never reached this node, so a lost delivery cannot leave a pin behind.
+// withdrawn (docs/architecture.md, invariant 2). This delivery also arrives
+// when the last attempt itself never reached this node, so a lost delivery
+// cannot leave a pin behind.
 func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *chatd.Envelope) {
 	var victims []Conn
 	waiting := 0

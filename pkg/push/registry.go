@@ -177,8 +177,9 @@ func (r *Registry) currentLocked(c Conn) *session {
 // withdrawLocked unregisters s and drops its whole pending set. It is a
 // withdrawal, never an ack on the client's behalf: the stream message is
 // acked only when no other local recipient still waits for it, and the
-// withdrawn client recovers from history (invariants 2 and 3). It returns
-// the stream messages that became fully done, to ack outside the lock.
+// withdrawn client recovers from history (docs/architecture.md, invariants
+// 2 and 3). It returns the stream messages that became fully done, to ack
+// outside the lock.
 func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 	key := sessionKey{s.conn.User(), s.conn.Device()}
 	delete(r.sessions, key)

@@ -64,9 +64,10 @@ const notifyChannel = "chatd_outbox"
 // A send whose (From, CID) is already stored for the same chat, or was
 // accepted earlier in the same batch, is a Duplicate of the original; the
 // same (From, CID) for another chat is refused with chatd.ErrCIDConflict.
-// Every other accepted send gets the next seq of its chat (gapless, in commit order: invariant 5), a history row
-// and then its outbox row with the chat's members frozen as recipients
-// (invariant 1), and the relays are notified.
+// Every other accepted send gets the next seq of its chat (gapless, in commit
+// order: docs/architecture.md, invariant 5), a history row and then its outbox
+// row with the chat's members frozen as recipients (invariant 1), and the
+// relays are notified.
 //
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
@@ -291,10 +292,11 @@ func (p *commitPlan) assign() {
 	}
 }
 
-// insert writes history rows, then their outbox rows (invariant 1: an outbox
-// row never exists without its history row), raises the chats' last_seq and
-// notifies the relays, in one pipelined round trip. Arrays through unnest
-// beat COPY and per-row statements here (issue 3's measurements).
+// insert writes history rows, then their outbox rows (docs/architecture.md,
+// invariant 1: an outbox row never exists without its history row), raises
+// the chats' last_seq and notifies the relays, in one pipelined round trip.
+// Arrays through unnest beat COPY and per-row statements here (issue 3's
+// measurements).
 func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	c := p.columns()
 	b := &pgx.Batch{}

@@ -139,9 +139,9 @@ func TestCommitBatchConcurrentCIDReuse(t *testing.T) {
 	}
 }
 
-// Invariant 5: 8 concurrent committers into one chat get seqs exactly 1..N,
-// each committer sees its own seqs rise, and a reader paging by after_seq
-// while they write never sees a gap (seq order is commit order).
+// docs/architecture.md, invariant 5: 8 concurrent committers into one chat get
+// seqs exactly 1..N, each committer sees its own seqs rise, and a reader paging
+// by after_seq while they write never sees a gap (seq order is commit order).
 func TestSeqIsGaplessInCommitOrder(t *testing.T) {
 	s, _ := mustOpen(t)
 	ctx := context.Background()
@@ -279,8 +279,9 @@ func waitForBlockedBatch(t *testing.T, s *store.Store) int32 {
 	return 0
 }
 
-// Invariant 1: a batch whose transaction dies after its history and outbox
-// inserts leaves neither, and the chat's seqs stay gapless afterwards.
+// docs/architecture.md, invariant 1: a batch whose transaction dies after its
+// history and outbox inserts leaves neither, and the chat's seqs stay gapless
+// afterwards.
 func TestFailedBatchLeavesNothing(t *testing.T) {
 	tests := []struct {
 		name string

@@ -3,8 +3,8 @@
 // relay drains, read state and retention.
 //
 // A Store is safe for concurrent use. All durable truth of chatd lives here;
-// the invariants of DESIGN.md that the database keeps are named where the
-// code keeps them.
+// the invariants of docs/architecture.md that the database keeps are named
+// where the code keeps them.
 package store
 
 import (
@@ -37,9 +37,9 @@ type Config struct {
 	MaxGroupMembers int
 	// MinChatRetention is the shortest history retention a chat may have:
 	// the node sets it to the delivery stream's max age, so that anything
-	// the stream still holds stays recoverable from history (invariant 4).
-	// SetChatRetention refuses less, and PruneHistory never keeps less.
-	// 0 means no floor.
+	// the stream still holds stays recoverable from history
+	// (docs/architecture.md, invariant 4). SetChatRetention refuses less, and
+	// PruneHistory never keeps less. 0 means no floor.
 	MinChatRetention time.Duration
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
