@@ -26,8 +26,9 @@ type Chats interface {
 	IsMember(ctx context.Context, chatID, user string) error
 	// History does not check membership; the API calls IsMember first.
 	History(ctx context.Context, chatID string, q store.HistoryQuery) (msgs []chatd.Message, more bool, err error)
-	// MarkRead stores user's read position in the chat.
-	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error)
+	// MarkRead stores user's read position in the chat and returns the
+	// position now stored, which stays newer when uptoMsgID is older.
+	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (chatd.ReadPosition, error)
 }
 
 // Ingester is the accept path. *ingest.Ingest implements it.
