@@ -19,7 +19,8 @@ type Chats interface {
 	// (created reports that).
 	DirectChat(ctx context.Context, a, b string) (chat chatd.Chat, created bool, err error)
 	Chat(ctx context.Context, id string) (chatd.Chat, error)
-	ListChats(ctx context.Context, user string) ([]chatd.Chat, error)
+	// ListChats returns user's chats with user's read_seq and unread count.
+	ListChats(ctx context.Context, user string) ([]chatd.UserChat, error)
 	AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error)
 	RemoveMember(ctx context.Context, chatID, actor, user string) error
 	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.
