@@ -19,15 +19,17 @@ type Chats interface {
 	// (created reports that).
 	DirectChat(ctx context.Context, a, b string) (chat chatd.Chat, created bool, err error)
 	Chat(ctx context.Context, id string) (chatd.Chat, error)
-	ListChats(ctx context.Context, user string) ([]chatd.Chat, error)
+	// ListChats returns user's chats with user's read_seq and unread count.
+	ListChats(ctx context.Context, user string) ([]chatd.UserChat, error)
 	AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error)
 	RemoveMember(ctx context.Context, chatID, actor, user string) error
 	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.
 	IsMember(ctx context.Context, chatID, user string) error
 	// History does not check membership; the API calls IsMember first.
 	History(ctx context.Context, chatID string, q store.HistoryQuery) (msgs []chatd.Message, more bool, err error)
-	// MarkRead stores user's read position in the chat.
-	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error)
+	// MarkRead stores user's read position in the chat and returns the
+	// position now stored, which stays newer when uptoMsgID is older.
+	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (chatd.ReadPosition, error)
 }
 
 // Ingester is the accept path. *ingest.Ingest implements it.

@@ -85,7 +85,8 @@ func (s *Server) directChat(c *fiber.Ctx) error {
 	return c.Status(status).JSON(chatJSON(chat))
 }
 
-// listChats: GET /api/chats → the caller's chats.
+// listChats: GET /api/chats → the caller's chats, each with the caller's
+// read_seq and unread count.
 func (s *Server) listChats(c *fiber.Ctx) error {
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
@@ -93,11 +94,13 @@ func (s *Server) listChats(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	out := make([]chatd.Chat, len(chats))
 	for i := range chats {
-		out[i] = chatJSON(chats[i])
+		chats[i].Chat = chatJSON(chats[i].Chat)
 	}
-	return c.JSON(fiber.Map{"chats": out})
+	if chats == nil {
+		chats = []chatd.UserChat{}
+	}
+	return c.JSON(fiber.Map{"chats": chats})
 }
 
 // addMember: POST /api/chats/:id/members → 200 with the chat; members only,

@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"strconv"
 	"sync"
+
+	"github.com/chatd/chatd"
 )
 
 // maxPendingReads bounds the chats whose read state a session holds unsaved.
@@ -61,13 +64,17 @@ func (m *readMarker) drain() {
 }
 
 // store saves one read position and tells the chat's other live sessions on
-// this node (best effort: receipts are live-only by contract).
+// this node (best effort: receipts are live-only by contract). The receipt
+// carries the position stored, not the frame's: after a stale or reordered
+// `read` of an older message, the other devices must not be told the chat
+// went back to unread.
 func (m *readMarker) store(chat, upto string) {
 	s := m.s
 	cfg := s.g.cfg
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 	defer cancel()
-	if _, err := cfg.Chats.MarkRead(ctx, s.id.User, chat, upto); err != nil {
+	pos, err := cfg.Chats.MarkRead(ctx, s.id.User, chat, upto)
+	if err != nil {
 		code, status := errorCode(err)
 		if status < 500 {
 			s.reject("", code, err.Error())
@@ -81,7 +88,7 @@ func (m *readMarker) store(chat, upto string) {
 		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
 		return
 	}
-	frame := appendReceipt(nil, chat, s.id.User, upto)
+	frame := receiptFrame(chat, s.id.User, pos)
 	for _, member := range c.Members {
 		for _, other := range s.g.sessionsOf(member) {
 			if other != s {
@@ -89,4 +96,15 @@ func (m *readMarker) store(chat, upto string) {
 			}
 		}
 	}
+}
+
+// receiptFrame is the `receipt` frame for a stored read position: the
+// baseline frame from appendReceipt with the read_seq appended as "seq"
+// (protocol v2), so a client learns the position without looking the
+// message up.
+func receiptFrame(chat, user string, pos chatd.ReadPosition) []byte {
+	f := appendReceipt(nil, chat, user, pos.Upto)
+	f = append(f[:len(f)-1], `,"seq":`...) // reopen the object: drop its '}'
+	f = strconv.AppendInt(f, pos.Seq, 10)
+	return append(f, '}')
 }

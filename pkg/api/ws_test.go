@@ -157,6 +157,8 @@ func TestWSRejections(t *testing.T) {
 		{"ack without ids", map[string]any{"type": "ack"}, "", "invalid"},
 		{"read without upto", map[string]any{"type": "read", "chat": chat}, "", "invalid"},
 		{"read of an unknown message", map[string]any{"type": "read", "chat": chat, "upto": "01HNOSUCHMESSAGE000000000"}, "", "not_found"},
+		{"read by a non-member", map[string]any{"type": "read", "chat": other, "upto": "01HNOSUCHMESSAGE000000000"}, "", "forbidden"},
+		{"read in an unknown chat", map[string]any{"type": "read", "chat": "nochat", "upto": "01HNOSUCHMESSAGE000000000"}, "", "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,13 +277,13 @@ func TestWSReadReceipt(t *testing.T) {
 	bob.nextOf("msg")
 	bob.sendJSON(map[string]any{"type": "read", "chat": chat, "upto": id})
 	r := alice.nextOf("receipt")
-	if r["chat"] != chat || r["user"] != "bob" || r["upto"] != id {
-		t.Errorf("receipt %v", r)
+	if r["chat"] != chat || r["user"] != "bob" || r["upto"] != id || r["seq"] != 1.0 {
+		t.Errorf("receipt %v, want bob read %s up to %s, seq 1", r, chat, id)
 	}
 	// The read state is stored: marking an older position keeps this one.
-	seq, err := e.store.MarkRead(context.Background(), "bob", chat, id)
-	if err != nil || seq != 1 {
-		t.Errorf("stored read state: %d, %v; want 1", seq, err)
+	pos, err := e.store.MarkRead(context.Background(), "bob", chat, id)
+	if err != nil || pos.Seq != 1 {
+		t.Errorf("stored read state: %d, %v; want 1", pos.Seq, err)
 	}
 }
 

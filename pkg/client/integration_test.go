@@ -435,3 +435,46 @@ func TestIntegrationReadReceipt(t *testing.T) {
 		t.Fatalf("stored read state: %q (%v), want %s", upto, err, ids[0])
 	}
 }
+
+// ListChats hands out the caller's read_seq and unread count with each chat.
+func TestIntegrationListChatsUnread(t *testing.T) {
+	n := mustNode(t, node.Config{})
+	alice := mustClient(t, n, "alice", "phone", nil)
+	bob := mustClient(t, n, "bob", "phone", nil)
+	chat := mustDirect(t, alice, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ids []string
+	for i := range 3 {
+		acc, err := alice.PostMessage(ctx, chat, fmt.Sprintf("k%d", i), "hi")
+		if err != nil {
+			t.Fatalf("post: %v", err)
+		}
+		ids = append(ids, acc.ID)
+	}
+	// The read goes straight to the store: this test is about the REST
+	// helper, TestIntegrationReadReceipt about the read's way there.
+	if _, err := n.Store.MarkRead(ctx, "bob", chat, ids[1]); err != nil {
+		t.Fatalf("mark read: %v", err)
+	}
+	for _, tt := range []struct {
+		name                     string
+		c                        *client.Client
+		lastSeq, readSeq, unread int64
+	}{
+		{"bob read 2 of 3", bob, 3, 2, 1},
+		{"alice never read, all her own", alice, 3, 0, 0},
+	} {
+		chats, err := tt.c.ListChats(ctx)
+		if err != nil {
+			t.Fatalf("%s: list chats: %v", tt.name, err)
+		}
+		if len(chats) != 1 || chats[0].ID != chat {
+			t.Fatalf("%s: got %+v, want the one chat %s", tt.name, chats, chat)
+		}
+		if c := chats[0]; c.LastSeq != tt.lastSeq || c.ReadSeq != tt.readSeq || c.Unread != tt.unread {
+			t.Errorf("%s: got last_seq %d read_seq %d unread %d, want %d %d %d",
+				tt.name, c.LastSeq, c.ReadSeq, c.Unread, tt.lastSeq, tt.readSeq, tt.unread)
+		}
+	}
+}

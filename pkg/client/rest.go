@@ -13,10 +13,12 @@ import (
 	"github.com/chatd/chatd"
 )
 
-// ListChats returns the caller's chats (GET /api/chats).
-func (c *Client) ListChats(ctx context.Context) ([]chatd.Chat, error) {
+// ListChats returns the caller's chats (GET /api/chats), each with the
+// caller's read_seq and unread count as the server computed them when it
+// answered: an app's badge counts without paging any history.
+func (c *Client) ListChats(ctx context.Context) ([]chatd.UserChat, error) {
 	var out struct {
-		Chats []chatd.Chat `json:"chats"`
+		Chats []chatd.UserChat `json:"chats"`
 	}
 	if err := c.rest(ctx, "GET", "/api/chats", nil, &out); err != nil {
 		return nil, fmt.Errorf("list chats: %w", err)

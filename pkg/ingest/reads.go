@@ -81,19 +81,20 @@ func NewReads(cfg ReadsConfig) (*Reads, error) {
 }
 
 // MarkRead queues a receipt and waits for its batch to commit. It returns
-// the read position now stored, a per-receipt error (chatd.ErrForbidden,
-// chatd.ErrNotFound), chatd.ErrOverloaded when the queue is full,
-// chatd.ErrClosed after shutdown, or ctx's error.
-func (r *Reads) MarkRead(ctx context.Context, user, chat, upto string) (int64, error) {
+// the read position now stored (the newer one when upto is older), a
+// per-receipt error (chatd.ErrForbidden, chatd.ErrNotFound),
+// chatd.ErrOverloaded when the queue is full, chatd.ErrClosed after
+// shutdown, or ctx's error.
+func (r *Reads) MarkRead(ctx context.Context, user, chat, upto string) (chatd.ReadPosition, error) {
 	req := readReq{mark: store.ReadMark{User: user, Chat: chat, Upto: upto}, done: make(chan store.ReadResult, 1)}
 	if err := r.enqueue(req); err != nil {
-		return 0, err
+		return chatd.ReadPosition{}, err
 	}
 	select {
 	case res := <-req.done:
-		return res.Seq, res.Err
+		return res.ReadPosition, res.Err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return chatd.ReadPosition{}, ctx.Err()
 	}
 }
 

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -53,9 +54,9 @@ func TestReadsGroupCommitReceipts(t *testing.T) {
 		wg.Add(1)
 		go func(user string) {
 			defer wg.Done()
-			seq, err := reads.MarkRead(ctx, user, chat, r.Message.ID)
-			if err != nil || seq != 1 {
-				errs <- errors.Join(err, errors.New(user+": want seq 1"))
+			pos, err := reads.MarkRead(ctx, user, chat, r.Message.ID)
+			if err != nil || pos.Seq != 1 || pos.Upto != r.Message.ID {
+				errs <- errors.Join(err, fmt.Errorf("%s: got %+v, want seq 1 upto %s", user, pos, r.Message.ID))
 			}
 		}(u)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
@@ -93,7 +94,7 @@ type chatsWithBatchedReads struct {
 }
 
 // MarkRead stores a read receipt in the next read-state batch.
-func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error) {
+func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (chatd.ReadPosition, error) {
 	return c.reads.MarkRead(ctx, user, chatID, uptoMsgID)
 }
 

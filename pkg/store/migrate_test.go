@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,37 @@ func TestUniqueConstraints(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, insert, "M4", c.ID, 2, "bob", "k1", time.Now()); err != nil {
 		t.Fatalf("same cid, other sender: %v", err)
 	}
+}
+
+// Migration 004 widens the (chat_id, seq) key with sender for the unread
+// count, and its down step narrows it back. The constraint keeps its name
+// both ways, and the data stays.
+func TestMigrationUnreadIndexDownAndUp(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice")
+	mustFill(t, s, c.ID, "alice", 10)
+	check := func(step string, wantInclude bool) {
+		t.Helper()
+		var def string
+		if err := s.Pool().QueryRow(ctx, `select pg_get_indexdef(conindid) from pg_constraint
+			where conname = 'history_chat_seq_key' and contype = 'u'`).Scan(&def); err != nil {
+			t.Fatalf("%s: unique constraint history_chat_seq_key: %v", step, err)
+		}
+		if got := strings.Contains(def, "INCLUDE (sender)"); got != wantInclude {
+			t.Errorf("%s: index %s; want INCLUDE (sender): %v", step, def, wantInclude)
+		}
+		if n := count(t, s, `select count(*) from history where chat_id = $1`, c.ID); n != 10 {
+			t.Errorf("%s: got %d messages, want 10", step, n)
+		}
+	}
+	check("up", true)
+	if err := s.MigrateTo(ctx, 3); err != nil {
+		t.Fatalf("down to 3: %v", err)
+	}
+	check("down", false)
+	if err := s.MigrateTo(ctx, 4); err != nil {
+		t.Fatalf("up to 4: %v", err)
+	}
+	check("up again", true)
 }

@@ -10,16 +10,17 @@ import (
 )
 
 // MarkRead records that user has read chatID up to the message uptoMsgID and
-// returns the read position now stored, as a seq. The position only moves
-// forward: marking an older message keeps (and returns) the newer position.
-// A non-member gets chatd.ErrForbidden; an unknown chat, or a message not in
+// returns the read position now stored. The position only moves forward:
+// marking an older message keeps (and returns) the newer position, so the
+// answer is always the stored state, never the mark's own message. A
+// non-member gets chatd.ErrForbidden; an unknown chat, or a message not in
 // that chat, chatd.ErrNotFound. It is MarkReadBatch with one mark.
-func (s *Store) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (int64, error) {
+func (s *Store) MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (chatd.ReadPosition, error) {
 	res, err := s.MarkReadBatch(ctx, []ReadMark{{User: user, Chat: chatID, Upto: uptoMsgID}})
 	if err != nil {
-		return 0, err
+		return chatd.ReadPosition{}, err
 	}
-	return res[0].Seq, res[0].Err
+	return res[0].ReadPosition, res[0].Err
 }
 
 // ReadMark is one read receipt to store: User has read Chat up to the
@@ -31,12 +32,15 @@ type ReadMark struct {
 // ReadResult is the outcome of one ReadMark: the position now stored, or a
 // per-mark error as MarkRead describes.
 type ReadResult struct {
-	Seq int64
+	chatd.ReadPosition
 	Err error
 }
 
 // markReadSQL checks membership and moves the read position forward in one
 // statement, so a batch is one round trip per mark inside one transaction.
+// A mark that does not move the position writes nothing (clients re-send
+// the same read often); the position it returns is then the stored one, as
+// of the statement's snapshot.
 const markReadSQL = `
 	with mem as (
 		select exists (select 1 from chats where id = $2) as chat_exists,
@@ -49,11 +53,12 @@ const markReadSQL = `
 		on conflict (user_id, chat_id) do update
 			set upto_seq = excluded.upto_seq, upto_msg_id = excluded.upto_msg_id, updated_at = now()
 			where read_state.upto_seq < excluded.upto_seq
-		returning upto_seq)
-	select (select chat_exists from mem), (select is_member from mem), coalesce(
-		(select upto_seq from up),
-		(select upto_seq from read_state where user_id = $1 and chat_id = $2 and exists (select 1 from m)),
-		0)`
+		returning upto_seq, upto_msg_id),
+	kept as (select upto_seq, upto_msg_id from read_state
+	         where user_id = $1 and chat_id = $2 and exists (select 1 from m))
+	select (select chat_exists from mem), (select is_member from mem),
+		coalesce((select upto_seq from up), (select upto_seq from kept), 0),
+		coalesce((select upto_msg_id from up), (select upto_msg_id from kept), '')`
 
 // MarkReadBatch stores many read receipts in one transaction (group commit
 // of read state: one fsync for the batch) and returns one result per mark,
@@ -75,12 +80,12 @@ func (s *Store) MarkReadBatch(ctx context.Context, marks []ReadMark) ([]ReadResu
 	out := make([]ReadResult, len(marks))
 	for i, mk := range marks {
 		var chatExists, member bool
-		var seq int64
-		if err := br.QueryRow().Scan(&chatExists, &member, &seq); err != nil {
+		var pos chatd.ReadPosition
+		if err := br.QueryRow().Scan(&chatExists, &member, &pos.Seq, &pos.Upto); err != nil {
 			br.Close()
 			return nil, fmt.Errorf("mark read: %w", err)
 		}
-		out[i] = readResult(mk, chatExists, member, seq)
+		out[i] = readResult(mk, chatExists, member, pos)
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("mark read: %w", err)
@@ -91,16 +96,16 @@ func (s *Store) MarkReadBatch(ctx context.Context, marks []ReadMark) ([]ReadResu
 	return out, nil
 }
 
-func readResult(mk ReadMark, chatExists, member bool, seq int64) ReadResult {
+func readResult(mk ReadMark, chatExists, member bool, pos chatd.ReadPosition) ReadResult {
 	switch {
 	case !chatExists:
 		return ReadResult{Err: fmt.Errorf("mark read: chat %s: %w", mk.Chat, chatd.ErrNotFound)}
 	case !member:
 		return ReadResult{Err: fmt.Errorf("mark read: %s is not a member of %s: %w", mk.User, mk.Chat, chatd.ErrForbidden)}
-	case seq == 0: // seqs start at 1: 0 means the message is not in this chat
+	case pos.Seq == 0: // seqs start at 1: 0 means the message is not in this chat
 		return ReadResult{Err: fmt.Errorf("mark read: message %s in %s: %w", mk.Upto, mk.Chat, chatd.ErrNotFound)}
 	}
-	return ReadResult{Seq: seq}
+	return ReadResult{ReadPosition: pos}
 }
 
 // PruneHistory deletes messages older than their chat's retention (the

@@ -36,9 +36,13 @@ func TestMarkReadOnlyMovesForward(t *testing.T) {
 		{"unknown chat", "bob", "nope", msgs[0].ID, 0, chatd.ErrNotFound},
 	}
 	for _, tt := range steps {
-		seq, err := s.MarkRead(ctx, tt.user, tt.chat, tt.msg)
-		if seq != tt.wantSeq || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
-			t.Errorf("%s: got %d, %v; want %d, %v", tt.name, seq, err, tt.wantSeq, tt.wantErr)
+		pos, err := s.MarkRead(ctx, tt.user, tt.chat, tt.msg)
+		if pos.Seq != tt.wantSeq || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+			t.Errorf("%s: got %d, %v; want %d, %v", tt.name, pos.Seq, err, tt.wantSeq, tt.wantErr)
+		}
+		// The answer is the stored position, also when the mark was older.
+		if tt.wantSeq > 0 && pos.Upto != msgs[tt.wantSeq-1].ID {
+			t.Errorf("%s: got upto %s, want %s", tt.name, pos.Upto, msgs[tt.wantSeq-1].ID)
 		}
 	}
 	var upto string
@@ -72,6 +76,9 @@ func TestMarkReadBatchResultsPerMark(t *testing.T) {
 	for i, w := range want {
 		if got[i].Seq != w.seq || !errors.Is(got[i].Err, w.err) || (w.err == nil && got[i].Err != nil) {
 			t.Errorf("mark %d: got %d, %v; want %d, %v", i, got[i].Seq, got[i].Err, w.seq, w.err)
+		}
+		if w.seq > 0 && got[i].Upto != msgs[w.seq-1].ID {
+			t.Errorf("mark %d: got upto %s, want %s", i, got[i].Upto, msgs[w.seq-1].ID)
 		}
 	}
 }
