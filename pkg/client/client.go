@@ -15,14 +15,14 @@ import (
 // connects, resyncs, and reconnects until its context ends or Close is
 // called. Safe for concurrent use.
 type Client struct {
-	cfg      Config
-	log      *slog.Logger
-	restBase string
-	wsURL    string
-	backoff  backoff
-	tracker  *tracker
-	stats    *counters
-	events   chan Event
+	cfg     Config
+	log     *slog.Logger
+	eps     []endpoint   // Config.URL, then Config.URLs
+	cur     atomic.Int64 // index into eps of the node dialled last
+	backoff backoff
+	tracker *tracker
+	stats   *counters
+	events  chan Event
 
 	// ownsHTTP: the REST client was made here (its own connection pool),
 	// so Run and Close close its idle connections when the client stops.
@@ -47,7 +47,7 @@ type Client struct {
 
 // New checks cfg and returns a Client; it does not connect (Run does).
 func New(cfg Config) (*Client, error) {
-	restBase, wsURL, err := endpoints(cfg.URL)
+	eps, err := endpointList(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +60,7 @@ func New(cfg Config) (*Client, error) {
 		cfg:      cfg,
 		ownsHTTP: ownsHTTP,
 		log:      cfg.Logger,
-		restBase: restBase,
-		wsURL:    wsURL,
+		eps:      eps,
 		backoff:  backoff{min: cfg.BackoffMin, max: cfg.BackoffMax},
 		tracker:  newTracker(cfg.MaxHeld),
 		stats:    newCounters(),
@@ -177,6 +176,17 @@ func (c *Client) emit(ctx context.Context, ev Event) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// endpoint is the node dialled last (and so the one REST calls go to).
+func (c *Client) endpoint() endpoint { return c.eps[c.cur.Load()] }
+
+// nextEndpoint moves to the next node in the list, for the next dial.
+// Only Run's loop calls it, so a load and a store need no compare-and-swap.
+func (c *Client) nextEndpoint() {
+	if len(c.eps) > 1 {
+		c.cur.Store((c.cur.Load() + 1) % int64(len(c.eps)))
 	}
 }
 
