@@ -21,7 +21,8 @@
 # from PATH or $(go env GOPATH)/bin: go install
 # github.com/nats-io/nats-server/v2@<the version in go.mod>), BENCH_PORT
 # (18190; chatd 2 uses +1), NATS_PORT (24310; client ports +1..+3, cluster
-# +11..+13, monitoring +21..+23), KEEP=1 keeps the work dir.
+# +11..+13, monitoring +21..+23), KEEP=1 keeps the work dir, OUT=<dir>
+# receives chatload's JSON report, its output and the servers' logs.
 # Default load: --scenario pairs --clients 600 --rate 2000 --duration 60s
 # --warmup 5s; flags after "--" are appended (a repeated flag wins).
 set -euo pipefail
@@ -54,6 +55,9 @@ cleanup() {
 	for i in 1 2 3; do
 		[ -n "${npid[$i]:-}" ] && kill "${npid[$i]}" 2>/dev/null && wait "${npid[$i]}" 2>/dev/null
 	done
+	if [ -n "${OUT:-}" ]; then
+		mkdir -p "$OUT" && cp "$dir"/*.json "$dir"/*.out "$dir"/*.err "$dir"/*.log "$OUT"/ 2>/dev/null || true
+	fi
 	if [ "${KEEP:-}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
@@ -155,5 +159,18 @@ kt=$(minus "$killed" "$offset")
 echo "--- failover timeline (t: report seconds; kill at $kt)"
 jq -r --argjson k "$kt" '.timeline[] | select(.t >= $k - 2 and .t <= $k + 12)
   | "\(.t | floor)s \(.phase) handed out \(.delivered_per_s | floor)/s, p99 send→handed out \(.handed_out_p99_ms | floor) ms, live p99 \(.deliver_p99_ms | floor) ms; outbox pg \(.outbox_postgres) stream backlog \(.stream_backlog)"' "$dir/report.json"
+# Live delivery (a msg frame reaching the app first) stops after the kill:
+# the first sample without any, and the first one with some again after
+# it; the resume is measured from when the stream had a leader again.
+if [ -n "$elected" ]; then
+	et=$(minus "$elected" "$offset")
+	jq -r --argjson k "$kt" --argjson e "$et" '
+	  [.timeline[] | select(.t > $k)] as $after
+	  | ([$after[] | select(.deliver_p99_ms == 0)][0].t) as $stop
+	  | (if $stop == null then null else [$after[] | select(.t > $stop and .deliver_p99_ms > 0)][0].t end) as $resume
+	  | if $stop == null then "live delivery never stopped (1 s samples)"
+	    elif $resume == null then "live delivery stopped at \($stop | floor) s and did not resume in the run"
+	    else "live delivery: none in the sample at \($stop * 10 | floor / 10) s, again at \($resume * 10 | floor / 10) s: \(($resume - $e) * 10 | floor / 10) s after the stream had a leader again (at \($e * 10 | floor / 10) s; samples are ~1 s)" end' "$dir/report.json"
+fi
 jq -r '.send_to_delivered_live as $d | .send_to_handed_out as $h | "summary: lost \(.lost), duplicates to app \(.duplicates_to_app), accepted \(.accepted_rate | floor)/s, send→handed out (live or history) p50 \($h.p50_ms | floor) p99 \($h.p99_ms | floor) max \($h.max_ms | floor) ms, live only p50 \($d.p50_ms | floor) p99 \($d.p99_ms | floor) max \($d.max_ms | floor) ms, from history \(.delivered_history), reconnects \(.reconnects)"' "$dir/report.json"
 exit "$rc"
