@@ -42,6 +42,10 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, "delivery attempts before a non-acking client is abandoned (close 4000)")
 	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", 20, "un-acked messages per connection before it is closed overloaded (4001)")
 	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, "spare a just-connected client from the attempts reaper for this long")
+	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", node.DefaultNATSUnreachable,
+		"after NATS is unreachable this long, turn not ready and close sessions with 1001 so clients move to a healthy node")
+	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", 1_000_000_000,
+		"how often the node checks that its JetStream consumer exists (recreated if gone)")
 
 	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "sends per second per connection (token bucket rate)")
 	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, "token bucket burst per connection")
@@ -53,6 +57,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", 1<<30, "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog")
 	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", 26*3_600_000_000_000, "delivery stream MaxAge: a disk backstop only, keep it far below --history-retention")
 	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
+	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")

@@ -43,8 +43,12 @@ type Ingester interface {
 // Deliverer is live delivery on this node. *push.Registry implements it.
 type Deliverer interface {
 	// Attach registers c for live delivery, first closing an older session
-	// of the same user and device with push.ReasonSuperseded.
-	Attach(c push.Conn)
+	// of the same user and device with push.ReasonSuperseded. It fails
+	// (registering nothing) while Ready would fail.
+	Attach(c push.Conn) error
+	// Ready is nil while a session registered now gets live delivery (the
+	// node's consumer exists and NATS answers). It does no I/O.
+	Ready() error
 	// Detach withdraws c; a no-op when c is no longer the registered session.
 	Detach(c push.Conn)
 	// Ack records that c's client holds the messages with these ids.

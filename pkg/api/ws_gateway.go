@@ -39,7 +39,8 @@ func newGateway(s *Server) *gateway {
 }
 
 // preUpgrade runs before the upgrade, so every refusal is a plain HTTP
-// answer: 426 for a non-WebSocket request, 503 while shutting down, 403 for
+// answer: 426 for a non-WebSocket request, 503 (with Retry-After) while
+// shutting down or while live delivery is not ready, 403 for
 // a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
 func (g *gateway) preUpgrade(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
@@ -47,6 +48,13 @@ func (g *gateway) preUpgrade(c *fiber.Ctx) error {
 	}
 	if g.closing() {
 		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
+	}
+	if err := g.cfg.Delivery.Ready(); err != nil {
+		// Until the node's consumer exists (and while NATS is unreachable)
+		// a session would miss live messages after its `hello`.
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable,
+			"live delivery not ready on this node; retry shortly or use another node")
 	}
 	if !g.originAllowed(c.Get(fiber.HeaderOrigin), string(c.Request().Host())) {
 		return writeError(c, fiber.StatusForbidden, codeForbidden, "origin not allowed")
@@ -112,7 +120,7 @@ func (g *gateway) serve(conn *websocket.Conn) {
 	id, _ := conn.Locals(identityKey).(Identity)
 	s := newSession(g, conn.Conn, id)
 	if !g.add(s) {
-		s.refuse()
+		s.refuse("server shutting down")
 		return
 	}
 	defer g.remove(s)

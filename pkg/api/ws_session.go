@@ -36,7 +36,13 @@ func closeCode(r push.Reason) int {
 		return closeIdle
 	case push.ReasonSuperseded:
 		return closeSuperseded
+	case push.ReasonResync:
+		// The node's consumer was recreated: like an abandon, the client
+		// reconnects and resyncs from history.
+		return closeAbandoned
 	}
+	// ReasonShutdown, ReasonUnavailable: reconnect, to another node if
+	// this one is going or cannot reach NATS.
 	return closeGoingAway
 }
 
@@ -176,9 +182,11 @@ func (s *session) offer(data []byte, kind string) {
 	}
 }
 
-// refuse closes a socket that arrived during shutdown.
-func (s *session) refuse() {
-	msg := websocket.FormatCloseMessage(closeGoingAway, "server shutting down")
+// refuse closes a socket that cannot get a session (the server is
+// shutting down, or live delivery is not ready) with 1001 going away: the
+// client reconnects, here or to another node, and resyncs from history.
+func (s *session) refuse(why string) {
+	msg := websocket.FormatCloseMessage(closeGoingAway, why)
 	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
 }
 
@@ -188,7 +196,18 @@ func (s *session) refuse() {
 // are waited for before run returns, because the conn is pooled after.
 func (s *session) run() {
 	d := s.g.cfg.Delivery
-	d.Attach(s)
+	// Refused while the node's consumer does not exist (starting, being
+	// recreated) or JetStream is unreachable: a `hello` now would promise
+	// live delivery of messages this node's consumer will never see.
+	// preUpgrade already answered 503 in that state; this catches the race.
+	// No writer can run (this goroutine holds the role), so writing the
+	// close frame here is safe.
+	if err := d.Attach(s); err != nil {
+		s.closeWith(closeGoingAway, "live delivery not ready")
+		s.log.Info("session refused", "err", err)
+		s.refuse("live delivery not ready; reconnect")
+		return
+	}
 	defer d.Detach(s)
 	// hello is written here while this goroutine holds the writer role
 	// (outQueue starts taken), so it is the first frame even if push

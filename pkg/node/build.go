@@ -25,12 +25,13 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	}
 	n.Push, err = push.New(push.Config{
 		NodeID: n.nodeID, JS: n.js, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
-		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Logger: n.log, Registerer: n.reg,
+		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
+		CheckInterval: cfg.ConsumerCheck, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err
 	}
-	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, Logger: n.log, Registerer: n.reg})
+	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, StepDownAfter: cfg.RelayStepDownAfter, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	n.Reclaim, err = reclaim.New(reclaim.Config{
-		Stream: str, Pins: n.Push, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
+		Stream: str, Pins: n.Push, ConsumerPrefix: push.ConsumerPrefix, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
 		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
@@ -91,8 +92,13 @@ func (n *Node) onCommit(batch []store.Accepted) {
 	n.Relay.Wake()
 }
 
-// ready reports whether PostgreSQL (with migrations applied) and NATS answer.
+// ready reports whether PostgreSQL (with migrations applied) and NATS
+// answer, and this node's consumer exists and is consumed (before that, or
+// after NATS was unreachable past the bound, its clients belong elsewhere).
 func (n *Node) ready(ctx context.Context) error {
+	if err := n.Push.Ready(); err != nil {
+		return err
+	}
 	if err := n.Store.Ready(ctx); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

@@ -11,8 +11,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 )
+
+// DefaultNATSUnreachable is Config.NATSUnreachable's default, for flags.
+const DefaultNATSUnreachable = push.DefaultUnreachable
 
 // Config is everything a node needs. Zero values take the defaults of the
 // component they configure (DESIGN.md's table).
@@ -55,6 +59,14 @@ type Config struct {
 	MaxAttempts int
 	MaxPending  int
 	Grace       time.Duration
+	// NATSUnreachable is how long this node may fail to reach JetStream
+	// before it turns not ready and closes its sessions with 1001 (so its
+	// clients reconnect to a healthy node) until NATS answers. Zero means
+	// push.DefaultUnreachable.
+	NATSUnreachable time.Duration
+	// ConsumerCheck is how often the node checks that its consumer still
+	// exists (recreating it if not). Zero means 1 s.
+	ConsumerCheck time.Duration
 
 	RatePerSecond int
 	RateBurst     int
@@ -67,6 +79,11 @@ type Config struct {
 	StreamMaxAge     time.Duration
 	GCInterval       time.Duration
 	HistoryRetention time.Duration
+
+	// RelayStepDownAfter is how long this node's relay may fail to publish
+	// before it gives the relay lock up for another node. Zero means
+	// stream.DefaultStepDownAfter (5 s).
+	RelayStepDownAfter time.Duration
 
 	Logger *slog.Logger
 }
@@ -88,6 +105,9 @@ func (c *Config) setDefaults() error {
 	// on, so history must outlive anything the delivery buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
+	}
+	if c.RelayStepDownAfter <= 0 {
+		c.RelayStepDownAfter = stream.DefaultStepDownAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

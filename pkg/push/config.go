@@ -9,6 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// DefaultUnreachable is Config.Unreachable's default: long enough to ride
+// out a NATS reconnect, short enough that clients move to a healthy node
+// before they notice the silence.
+const DefaultUnreachable = 8 * time.Second
+
 // Config configures a Registry. Zero values take the documented defaults
 // (DESIGN.md's table).
 type Config struct {
@@ -22,9 +27,11 @@ type Config struct {
 	// Lease is the consumer's AckWait: how long one delivery attempt may
 	// stay un-acked before JetStream redelivers it. Zero means 10 s.
 	Lease time.Duration
-	// MaxAttempts is the consumer's MaxDeliver: after the last attempt's
-	// lease expires un-acked, the recipient is abandoned (closed, it resyncs
-	// from history). Zero means 3.
+	// MaxAttempts is how many times a message is sent to a recipient: after
+	// the last attempt's lease expires un-acked, the recipient is abandoned
+	// (closed, it resyncs from history). The consumer's MaxDeliver is one
+	// more (DESIGN.md): the extra delivery is never sent, it only makes sure
+	// the abandon happens before JetStream gives the message up. Zero means 3.
 	MaxAttempts int
 	// MaxPending is how many stream messages one connection may hold
 	// un-acked; one more and it is closed as overloaded. Zero means 20.
@@ -43,6 +50,15 @@ type Config struct {
 	// stream message has not arrived yet; past it the stream delivery sends
 	// the frame again. Zero means 2 minutes.
 	FastMemory time.Duration
+	// CheckInterval is how often Run asks JetStream whether the node's
+	// consumer still exists (and bounds how long one check may take). Zero
+	// means 1 s.
+	CheckInterval time.Duration
+	// Unreachable is how long checks may fail (JetStream not answering)
+	// before the node closes every session (ReasonUnavailable) and refuses
+	// new ones until JetStream answers, so clients reconnect to a node that
+	// still delivers. Zero means DefaultUnreachable.
+	Unreachable time.Duration
 	// PullBatch is how many stream messages the consumer buffers. Zero means 512.
 	PullBatch int
 	// Now is the clock for leases and reapers. Nil means time.Now.
@@ -77,6 +93,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute
+	}
+	if c.CheckInterval <= 0 {
+		c.CheckInterval = time.Second
+	}
+	if c.Unreachable <= 0 {
+		c.Unreachable = DefaultUnreachable
 	}
 	if c.PullBatch <= 0 {
 		c.PullBatch = 512

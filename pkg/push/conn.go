@@ -21,6 +21,13 @@ const (
 	ReasonSuperseded
 	// ReasonShutdown: the node is stopping.
 	ReasonShutdown
+	// ReasonResync: the node's consumer was lost (deleted by its inactive
+	// threshold, a stream reset or an operator) and is being recreated; the
+	// client resyncs from history.
+	ReasonResync
+	// ReasonUnavailable: the node cannot reach JetStream; the client should
+	// reconnect, to another node if it can.
+	ReasonUnavailable
 )
 
 // String names the reason for logs and metrics labels.
@@ -36,6 +43,10 @@ func (r Reason) String() string {
 		return "superseded"
 	case ReasonShutdown:
 		return "shutdown"
+	case ReasonResync:
+		return "resync"
+	case ReasonUnavailable:
+		return "unavailable"
 	}
 	return "unknown"
 }

@@ -58,6 +58,10 @@ func (r *Registry) handle(msg jetstream.Msg) {
 		return
 	}
 	env.Message.Device = env.Device
+	if int(meta.NumDelivered) > r.cfg.MaxAttempts {
+		r.expired(msg, meta, &env)
+		return
+	}
 	ackNow, over := r.deliver(msg, meta, &env)
 	if ackNow {
 		if err := msg.Ack(); err != nil {
@@ -180,4 +184,40 @@ func (r *Registry) Ack(c Conn, ids []string) {
 	r.mu.Unlock()
 	r.metrics.acks.Add(float64(len(ids)))
 	r.ackAll(acks)
+}
+
+// expired takes the extra delivery (MaxDeliver is MaxAttempts+1): JetStream
+// redelivers only after the last attempt's lease expired, so whoever still
+// waits for the message is abandoned now, without another frame. The
+// withdrawal acks the message once nobody waits; if nobody was waiting (the
+// reaper was first, or the node restarted since) it is acked here. Either
+// way the ack floor passes the message only after its recipients were
+// withdrawn (invariant 2). This delivery also arrives when the last attempt
+// itself never reached this node, so a lost delivery cannot leave a pin behind.
+func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *chatd.Envelope) {
+	var victims []Conn
+	waiting := 0
+	r.mu.Lock()
+	if d := r.deliveries[env.Message.ID]; d != nil && d.seq == meta.Sequence.Stream {
+		d.msg = msg
+		waiting = len(d.waiting)
+		now := r.cfg.Now()
+		for s := range d.waiting {
+			// A connection still in its grace is left to Reap, which
+			// abandons it when the grace ends (d.final was extended).
+			if r.cfg.Grace > 0 && now.Sub(s.attached) < r.cfg.Grace {
+				continue
+			}
+			victims = append(victims, s.conn)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range victims {
+		r.Withdraw(c, ReasonAbandoned)
+	}
+	if waiting == 0 {
+		if err := msg.Ack(); err != nil {
+			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+		}
+	}
 }

@@ -128,25 +128,37 @@ func mustRegistry(t *testing.T, e *env, node string, tweak func(*push.Config)) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	runRegistry(t, e, r, node)
+	return r
+}
+
+// runRegistry runs r until the returned stop (idempotent) or the end of the
+// test, and waits until its consumer is live.
+func runRegistry(t *testing.T, e *env, r *push.Registry, node string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("push run: %v", err)
-		}
-	})
-	waitFor(t, "consumer created", func() bool {
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("push run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	waitFor(t, "consumer live", func() bool {
 		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName(node))
-		return err == nil
+		return err == nil && r.Ready() == nil
 	})
-	return r
+	return stop
 }
 
 func mustReclaimer(t *testing.T, e *env, pins reclaim.Pinner) *reclaim.Reclaimer {
 	t.Helper()
-	r, err := reclaim.New(reclaim.Config{Stream: e.stream, Pins: pins, Interval: time.Hour})
+	r, err := reclaim.New(reclaim.Config{Stream: e.stream, Pins: pins, ConsumerPrefix: push.ConsumerPrefix, Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ type metrics struct {
 	acks         prometheus.Counter
 	ackSeconds   prometheus.Histogram
 	withdrawn    *prometheus.CounterVec
+	consumerLost prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		withdrawn: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_push_withdrawn_total", Help: "Connections withdrawn from live delivery, by reaper or reason.",
 		}, []string{"reason"}),
+		consumerLost: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_push_consumer_lost_total",
+			Help: "Times this node's consumer was found gone (or its consume ended) and was recreated, its sessions resynced.",
+		}),
 	}
 	return m
 }

@@ -60,6 +60,12 @@ type Registry struct {
 	// skips them even if every recipient has acked already and the delivery
 	// is gone. Rare, so small; pruned by Reap after FastMemory.
 	streamFirst map[string]time.Time
+	// health gates Attach: sessions register only while the consumer is
+	// live (see Ready).
+	health health
+	// unreachableSince is when consumer checks began failing; zero while
+	// they succeed.
+	unreachableSince time.Time
 }
 
 type sessionKey struct{ user, device string }
@@ -70,7 +76,7 @@ func New(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registerer)
-	return &Registry{
+	r := &Registry{
 		cfg:        cfg,
 		log:        cfg.Logger.With("component", "push", "node", cfg.NodeID),
 		metrics:    m,
@@ -80,16 +86,27 @@ func New(cfg Config) (*Registry, error) {
 		finals:     make(map[*delivery]struct{}),
 
 		streamFirst: make(map[string]time.Time),
-	}, nil
+	}
+	if cfg.JS == nil {
+		r.health = healthLive // fast path only: no consumer to wait for
+	}
+	return r, nil
 }
 
 // Attach registers c for live delivery. An older session of the same user
 // and device is withdrawn and closed as superseded first, so at most one
 // session per (user, device) is ever registered. Anything committed after
-// Attach returns reaches c live (the gateway sends `hello` only afterwards).
-func (r *Registry) Attach(c Conn) {
+// Attach returns nil reaches c live (the gateway sends `hello` only
+// afterwards). While the consumer is not live it registers nothing and
+// returns the error Ready would (checked under the same lock that takes the
+// registry out of live, so no session slips into the gap).
+func (r *Registry) Attach(c Conn) error {
 	key := sessionKey{c.User(), c.Device()}
 	r.mu.Lock()
+	if err := r.readyLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	old := r.sessions[key]
 	var acks []jetstream.Msg
 	if old != nil {
@@ -105,6 +122,7 @@ func (r *Registry) Attach(c Conn) {
 		r.metrics.withdrawn.WithLabelValues(ReasonSuperseded.String()).Inc()
 		old.conn.Close(ReasonSuperseded)
 	}
+	return nil
 }
 
 // Detach withdraws c from live delivery after its connection ended. It is a

@@ -9,108 +9,172 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// ConsumerPrefix starts the name of every node's durable consumer; reclaim
+// counts only consumers named so (a debugging consumer must not hold the floor).
+const ConsumerPrefix = "push-"
+
 // ConsumerName is the durable consumer name of a node.
-func ConsumerName(nodeID string) string { return "push-" + nodeID }
+func ConsumerName(nodeID string) string { return ConsumerPrefix + nodeID }
 
 // Run creates (or resumes) this node's durable pull consumer, feeds its
 // messages to the registered connections, and runs the attempts reaper and
-// the fast-path memory sweep until ctx is done. It returns after the
-// consumer stopped.
+// the fast-path memory sweep until ctx is done. It watches the consumer:
+// when it is lost (deleted by its inactive threshold after a partition, by
+// a stream reset or by an operator; or its consume ended) every session is
+// withdrawn (ReasonResync) and the consumer recreated; when JetStream does
+// not answer for longer than Config.Unreachable every session is withdrawn
+// (ReasonUnavailable) until it answers again. Sessions may register only
+// while the consumer is live (see Ready). Creating the consumer is retried
+// with backoff, so Run returns nil after ctx ends, once the consume stopped;
+// it returns an error only when Config.JS is missing.
 func (r *Registry) Run(ctx context.Context) error {
 	if r.cfg.JS == nil {
 		return errors.New("push: Config.JS is required to run")
 	}
+	defer func() {
+		r.mu.Lock()
+		r.health = healthStarting // a stopped consumer feeds nobody
+		r.mu.Unlock()
+	}()
+	for {
+		w, ok := r.start(ctx)
+		if !ok {
+			return nil // stopped while starting: a shutdown, not a failure
+		}
+		lost := r.watch(ctx, w)
+		w.cc.Stop()
+		<-w.cc.Closed()
+		if !lost {
+			return nil
+		}
+		r.metrics.consumerLost.Inc()
+		r.lose()
+	}
+}
+
+// consuming is one incarnation of the node's consumer being consumed.
+type consuming struct {
+	cons jetstream.Consumer
+	cc   jetstream.ConsumeContext
+	// nudge asks for a check now: the consume reported an error that can
+	// mean the consumer is gone (deleted, not found, heartbeats missed).
+	nudge chan struct{}
+}
+
+// start creates the consumer and starts consuming it, retrying with
+// backoff until it succeeds (then the registry is live) or ctx ends.
+func (r *Registry) start(ctx context.Context) (*consuming, bool) {
+	delay := 100 * time.Millisecond
+	for {
+		w, err := r.consume(ctx)
+		if err == nil {
+			r.setLive()
+			return w, true
+		}
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		r.log.Warn("start consumer; retrying (if it keeps failing, check NATS, or delete a foreign consumer of this name)",
+			"consumer", ConsumerName(r.cfg.NodeID), "err", err, "retry_in", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
-		Durable:           ConsumerName(r.cfg.NodeID),
-		Description:       "chatd node " + r.cfg.NodeID + ": live delivery to its connections",
-		AckPolicy:         jetstream.AckExplicitPolicy,
-		AckWait:           r.cfg.Lease,
-		MaxDeliver:        r.cfg.MaxAttempts,
+		Durable:     ConsumerName(r.cfg.NodeID),
+		Description: "chatd node " + r.cfg.NodeID + ": live delivery to its connections",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     r.cfg.Lease,
+		// One delivery more than the attempts: push never sends a frame for
+		// it, it only tells push that the last attempt's lease expired. With
+		// MaxDeliver = attempts, JetStream would give up on the message (and
+		// move the ack floor past it) before the reaper abandons its stuck
+		// recipient, and a last delivery lost on its way to this node would
+		// never come again, leaving its recipient's pin behind for good.
+		MaxDeliver:        r.cfg.MaxAttempts + 1,
 		MaxAckPending:     r.cfg.MaxAckPending,
 		InactiveThreshold: r.cfg.InactiveThreshold,
 		// A new node has no connections yet: what was published before it
-		// existed is for history, not for it.
+		// existed is for history, not for it. This is why no session may
+		// register (and get `hello`) before the consumer exists.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a shutdown, not a failure
-		}
-		return fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
+		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
-	cc, err := cons.Consume(r.handle,
+	w := &consuming{cons: cons, nudge: make(chan struct{}, 1)}
+	w.cc, err = cons.Consume(r.handle,
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.log.Warn("consume", "err", err)
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, jetstream.ErrNoHeartbeat) {
+				select {
+				case w.nudge <- struct{}{}:
+				default:
+				}
+			}
 		}))
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", ConsumerName(r.cfg.NodeID), err)
+		return nil, fmt.Errorf("consume %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
-	tick := time.NewTicker(r.reapEvery())
-	defer tick.Stop()
+	return w, nil
+}
+
+// watch runs the reaper and checks the consumer until ctx ends (false) or
+// the consumer is lost (true).
+func (r *Registry) watch(ctx context.Context, w *consuming) bool {
+	reap := time.NewTicker(r.reapEvery())
+	defer reap.Stop()
+	check := time.NewTicker(r.cfg.CheckInterval)
+	defer check.Stop()
+	closed := w.cc.Closed()
 	for {
 		select {
 		case <-ctx.Done():
-			cc.Stop()
-			<-cc.Closed()
-			return nil
-		case <-tick.C:
+			return false
+		case <-reap.C:
 			r.Reap()
+		case <-closed:
+			r.log.Warn("consume ended; recreating the consumer", "consumer", ConsumerName(r.cfg.NodeID))
+			return true
+		case <-w.nudge:
+			if r.check(ctx, w.cons) {
+				return true
+			}
+		case <-check.C:
+			if r.check(ctx, w.cons) {
+				return true
+			}
 		}
 	}
 }
 
-// reapEvery is the reaper's tick: a fraction of the lease, so an abandon
-// fires within about a quarter lease of the final lease's expiry.
-func (r *Registry) reapEvery() time.Duration {
-	d := r.cfg.Lease / 4
-	if d < 20*time.Millisecond {
-		d = 20 * time.Millisecond
+// check asks JetStream for the consumer. It reports whether the consumer
+// is gone; an unanswered check counts toward Config.Unreachable.
+func (r *Registry) check(ctx context.Context, cons jetstream.Consumer) bool {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
+	defer cancel()
+	_, err := cons.Info(cctx)
+	switch {
+	case err == nil:
+		r.setLive()
+		return false
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+		r.log.Warn("consumer gone; withdrawing every session and recreating it",
+			"consumer", ConsumerName(r.cfg.NodeID), "err", err)
+		return true
 	}
-	if d > time.Second {
-		d = time.Second
-	}
-	return d
-}
-
-// Reap runs the attempts reaper once: every recipient still waiting on a
-// message whose last attempt's lease has expired is abandoned (withdrawn and
-// closed; it resyncs from history). A connection younger than Grace is
-// spared until its grace ends. It also forgets fast-path entries older than
-// FastMemory. Run calls it on a ticker; tests call it after moving the clock.
-func (r *Registry) Reap() {
-	now := r.cfg.Now()
-	var victims []Conn
-	r.mu.Lock()
-	for d := range r.finals {
-		if now.Before(d.final) {
-			continue
-		}
-		for s := range d.waiting {
-			if r.cfg.Grace > 0 && now.Sub(s.attached) < r.cfg.Grace {
-				if end := s.attached.Add(r.cfg.Grace); end.After(d.final) {
-					d.final = end
-				}
-				continue
-			}
-			victims = append(victims, s.conn)
-		}
-	}
-	cutoff := now.Add(-r.cfg.FastMemory)
-	for id, at := range r.streamFirst {
-		if at.Before(cutoff) {
-			delete(r.streamFirst, id)
-		}
-	}
-	for _, s := range r.sessions {
-		for id, fe := range s.fast {
-			if fe.at.Before(cutoff) {
-				delete(s.fast, id)
-			}
-		}
-	}
-	r.mu.Unlock()
-	for _, c := range victims {
-		r.Withdraw(c, ReasonAbandoned)
-	}
+	r.unreachable(err)
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,13 @@ type Config struct {
 	Stream jetstream.Stream
 	// Pins reports this node's connection pins. Nil means none.
 	Pins Pinner
+	// ConsumerPrefix names the node consumers (push.ConsumerPrefix, passed
+	// in by the wiring: reclaim does not import push). Only consumers whose
+	// name starts with it hold the floor, so one made with the nats CLI for
+	// debugging cannot pin the stream until MaxBytes stops the relay. A dead
+	// node's consumer counts until JetStream deletes it after its inactive
+	// threshold. Empty means every consumer on the stream counts.
+	ConsumerPrefix string
 	// Interval is the GC interval. Zero means 5 s.
 	Interval time.Duration
 	// MinPurge is how many messages a purge must free to be worth a call;
@@ -186,6 +194,9 @@ func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error)
 	lister := r.cfg.Stream.ListConsumers(ctx)
 	var floors []ConsumerFloor
 	for ci := range lister.Info() {
+		if !strings.HasPrefix(ci.Name, r.cfg.ConsumerPrefix) {
+			continue // not a node's: a debugging consumer must not hold the floor
+		}
 		floors = append(floors, ConsumerFloor{Name: ci.Name, AckFloor: ci.AckFloor.Stream})
 	}
 	if err := lister.Err(); err != nil {

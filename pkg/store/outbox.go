@@ -77,6 +77,23 @@ func (s *Store) DeleteOutbox(ctx context.Context, ids []int64) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+// SetAsideOutbox moves the outbox row id into outbox_set_aside with reason,
+// in one statement: the relay calls it for a row it can never publish, so
+// the rows after it can be relayed. The message stays in history, where its
+// recipients recover it. Setting aside a row that is no longer in the
+// outbox (already set aside, or deleted) does nothing and is no error.
+func (s *Store) SetAsideOutbox(ctx context.Context, id int64, reason string) error {
+	_, err := s.pool.Exec(ctx, `
+		with moved as (delete from outbox where id = $1 returning id, history_id, recipients, created_at)
+		insert into outbox_set_aside (id, history_id, recipients, created_at, reason)
+		select id, history_id, recipients, created_at, $2 from moved
+		on conflict (id) do nothing`, id, reason)
+	if err != nil {
+		return fmt.Errorf("set aside outbox row %d: %w", id, err)
+	}
+	return nil
+}
+
 // OutboxStats describes the outbox backlog. The oldest age is chatd's alarm.
 type OutboxStats struct {
 	Depth  int64

@@ -192,3 +192,34 @@ func TestOutboxStatsOldest(t *testing.T) {
 		t.Fatalf("got %+v (%v), want depth 2 oldest %v", st, err, old)
 	}
 }
+
+// A row set aside leaves the outbox with everything the operator needs, the
+// rows around it stay, and setting it aside again is harmless.
+func TestSetAsideOutboxMovesTheRow(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice", "bob")
+	out := mustCommit(t, s, sends(c.ID, "alice", "k", 3))
+	bad := out[1].OutboxID
+	for range 2 {
+		if err := s.SetAsideOutbox(ctx, bad, "nats: maximum payload exceeded"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rest, err := s.ReadOutbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 2 || rest[0].ID != out[0].OutboxID || rest[1].ID != out[2].OutboxID {
+		t.Fatalf("outbox after set-aside: got %+v, want rows %d and %d", rest, out[0].OutboxID, out[2].OutboxID)
+	}
+	var msgID, reason string
+	var recipients []string
+	if err := s.Pool().QueryRow(ctx, `select h.msg_id, a.recipients, a.reason from outbox_set_aside a
+		join history h on h.id = a.history_id where a.id = $1`, bad).Scan(&msgID, &recipients, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if msgID != out[1].Message.ID || len(recipients) != 2 || reason != "nats: maximum payload exceeded" {
+		t.Fatalf("set-aside row: got %s %v %q, want %s, 2 recipients and the reason", msgID, recipients, reason, out[1].Message.ID)
+	}
+}

@@ -7,10 +7,11 @@ import (
 )
 
 type relayMetrics struct {
-	relayed prometheus.Counter
-	errors  prometheus.Counter
-	leader  prometheus.Gauge
-	lag     prometheus.Histogram
+	relayed  prometheus.Counter
+	errors   prometheus.Counter
+	setAside prometheus.Counter
+	leader   prometheus.Gauge
+	lag      prometheus.Histogram
 }
 
 func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
@@ -23,6 +24,9 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 		}),
 		errors: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_relay_errors_total", Help: "Relay rounds that failed (NATS or PostgreSQL unavailable); rows are retried.",
+		}),
+		setAside: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_relay_set_aside_total", Help: "Outbox rows the relay could never publish (e.g. over NATS's max payload), moved to the outbox_set_aside table; recipients recover them from history.",
 		}),
 		leader: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_relay_active", Help: "1 while this node holds the relay lock.",

@@ -1,0 +1,103 @@
+package push_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// No session registers (so the gateway sends no `hello`) before the node's
+// consumer exists: with DeliverNew, what is published before it exists
+// never reaches the node. A foreign consumer of the node's name that push
+// cannot take over keeps it from existing here.
+func TestAttachRefusedUntilConsumerLive(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	if _, err := e.js.CreateConsumer(ctx, stream.DefaultName, jetstream.ConsumerConfig{
+		Durable: push.ConsumerName("a"), AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := push.New(push.Config{NodeID: "a", JS: e.js, Lease: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := &recConn{user: "bob", device: "phone"}
+	if err := r.Attach(bob); !errors.Is(err, push.ErrNotConsuming) {
+		t.Fatalf("attach before Run: got %v, want ErrNotConsuming", err)
+	}
+	ctxRun, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctxRun) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("push run: %v", err)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := r.Ready(); !errors.Is(err, push.ErrNotConsuming) {
+		t.Fatalf("ready while a foreign consumer holds the name: got %v, want ErrNotConsuming", err)
+	}
+	if err := r.Attach(bob); err == nil {
+		t.Fatal("attach succeeded while the node's consumer does not exist")
+	}
+	if err := e.js.DeleteConsumer(ctx, stream.DefaultName, push.ConsumerName("a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready", func() bool { return r.Ready() == nil })
+	if err := r.Attach(bob); err != nil {
+		t.Fatalf("attach once live: %v", err)
+	}
+	m, _ := e.publish(t, "alice", "web", "bob")
+	waitFor(t, "delivery", func() bool { return len(bob.received()) == 1 })
+	if got := bob.received()[0].ID; got != m.ID {
+		t.Fatalf("got %s, want %s", got, m.ID)
+	}
+}
+
+// A consumer deleted behind the node's back is recreated: the sessions it
+// delivered to are withdrawn (ReasonResync: they resync from history) with
+// their pins and tracking, and delivery resumes for new sessions.
+func TestDeletedConsumerRecreatedAndSessionsResynced(t *testing.T) {
+	e := mustEnv(t)
+	r := mustRegistry(t, e, "a", func(c *push.Config) {
+		c.Lease = 10 * time.Second
+		c.CheckInterval = 200 * time.Millisecond
+	})
+	bob := &recConn{user: "bob", device: "phone"}
+	if err := r.Attach(bob); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "alice", "web", "bob")
+	waitFor(t, "pending delivery", func() bool { return len(r.Pins()) == 1 })
+	if err := e.js.DeleteConsumer(context.Background(), stream.DefaultName, push.ConsumerName("a")); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	waitFor(t, "bob resynced", func() bool { return bob.closedWith() == push.ReasonResync })
+	if pins := r.Pins(); len(pins) != 0 {
+		t.Fatalf("pins after the consumer was lost: %+v, want none", pins)
+	}
+	if n := r.InFlight(); n != 0 {
+		t.Fatalf("%d stream messages still tracked after the consumer was lost, want 0", n)
+	}
+	waitFor(t, "consumer recreated", func() bool {
+		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName("a"))
+		return err == nil && r.Ready() == nil
+	})
+	carol := &recConn{user: "carol", device: "web"}
+	if err := r.Attach(carol); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "alice", "web", "carol")
+	waitFor(t, "delivery after recreate", func() bool { return len(carol.received()) == 1 })
+	if took := time.Since(deleted); took > 5*time.Second {
+		t.Fatalf("live delivery resumed %v after the delete, want within 5s", took)
+	}
+}

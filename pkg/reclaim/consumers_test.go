@@ -1,0 +1,48 @@
+package reclaim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A consumer someone made with the nats CLI to look at the stream (ack
+// floor 0 for ever) must not hold the floor: only node consumers count.
+func TestForeignConsumerDoesNotHoldFloor(t *testing.T) {
+	js, s := mustStream(t)
+	publish(t, js, 10)
+	ctx := context.Background()
+	node, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "push-a", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "debug", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := node.Fetch(10, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Floor != 11 {
+		t.Fatalf("floor %d with node consumer push-a done to 10 and a foreign consumer at 0, want 11 (consumers %+v)", snap.Floor, snap.Consumers)
+	}
+	if len(snap.Consumers) != 1 || snap.Consumers[0].Name != "push-a" {
+		t.Fatalf("counted consumers %+v, want only push-a", snap.Consumers)
+	}
+}

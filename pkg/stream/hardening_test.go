@@ -1,0 +1,307 @@
+package stream_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testproxy"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// startRelay runs a relay with cfg (Outbox, JS and a quiet Logger filled in
+// by the caller or here) until t ends or stop is called.
+func startRelay(t *testing.T, cfg stream.RelayConfig) (*stream.Relay, func()) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	r, err := stream.NewRelay(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return r, stop
+}
+
+// mustNATSWithListener starts an in-process NATS server with a TCP listener
+// on a free loopback port, for tests that put a testproxy in front of it.
+func mustNATSWithListener(t *testing.T) *embedded.NATS {
+	t.Helper()
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// mustConnect connects to url and reconnects fast and forever, as a node does.
+func mustConnect(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// metric reads the value of the counter or gauge name from reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("metric %s is not registered", name)
+	return 0
+}
+
+func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	str, err := js.Stream(context.Background(), stream.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := str.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// item 8b: a row whose envelope NATS can never take (over the server's max
+// payload) must not stop the relay for every chat: it is set aside for the
+// operator, and the rows after it are relayed.
+func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js := mustJS(t, nc)
+	ctx := context.Background()
+	chat, err := s.CreateGroupChat(ctx, "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, s, chat.ID, 0, 5)
+	bad := commit(t, s, chat.ID, 5, 1)[0]
+	commit(t, s, chat.ID, 6, 5)
+	// Grow the row past NATS's max payload (1 MiB by default) in place: rows
+	// accepted before the acceptance bound existed look like this.
+	var msgID string
+	if err := s.Pool().QueryRow(ctx, `update history set body = repeat('x', 1100000)
+		where id = (select history_id from outbox where id = $1) returning msg_id`, bad).Scan(&msgID); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg})
+
+	waitFor(t, "outbox to drain past the bad row", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	if got := streamMsgs(t, js); got != 10 {
+		t.Fatalf("stream holds %d messages, want the 10 good rows", got)
+	}
+	var gotID int64
+	var gotChat, gotMsg, reason string
+	if err := s.Pool().QueryRow(ctx, `select a.id, h.chat_id, h.msg_id, a.reason from outbox_set_aside a
+		join history h on h.id = a.history_id`).Scan(&gotID, &gotChat, &gotMsg, &reason); err != nil {
+		t.Fatalf("set-aside row: %v", err)
+	}
+	if gotID != bad || gotChat != chat.ID || gotMsg != msgID || reason == "" {
+		t.Fatalf("set aside: got outbox id %d chat %s msg %s reason %q, want %d %s %s and a reason", gotID, gotChat, gotMsg, reason, bad, chat.ID, msgID)
+	}
+	if n := metric(t, reg, "chatd_relay_set_aside_total"); n != 1 {
+		t.Fatalf("chatd_relay_set_aside_total = %v, want 1", n)
+	}
+}
+
+// silence makes the delivery stream unable to answer while the connection
+// stays up, the way a stream without a leader is during an election: the
+// stream is deleted and a core subscriber swallows its subjects, so a
+// publish gets neither an ack nor a "no responders" status. The returned
+// function gives the stream back (created again, subscriber gone).
+func silence(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (back func()) {
+	t.Helper()
+	if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := nc.Subscribe(stream.SubjectPrefix+">", func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// item 14: rounds whose publishes are never answered time out and leave no
+// outstanding async publish behind, however many of them run; when the
+// stream answers again everything is relayed.
+func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js := mustJS(t, nc)
+	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := silence(t, nc, js)
+	commit(t, s, chat.ID, 0, 40)
+	reg := prometheus.NewRegistry()
+	const batch = 16
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Batch: batch, PublishTimeout: 200 * time.Millisecond,
+		Poll: 100 * time.Millisecond, Registerer: reg})
+
+	maxPending := 0
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		maxPending = max(maxPending, js.PublishAsyncPending(), r.PublishAsyncPending())
+		time.Sleep(20 * time.Millisecond)
+	}
+	rounds := metric(t, reg, "chatd_relay_errors_total")
+	if rounds < 5 {
+		t.Fatalf("%v failed rounds in 2.5 s, want at least 5 (each times out after 200 ms)", rounds)
+	}
+	if maxPending > batch {
+		t.Fatalf("outstanding async publishes reached %d after %v timed-out rounds, want at most one batch (%d)", maxPending, rounds, batch)
+	}
+	back()
+	waitFor(t, "drain after the stream answers again", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	if got := streamMsgs(t, js); got != 40 {
+		t.Fatalf("stream holds %d messages, want 40", got)
+	}
+	waitFor(t, "no publish left outstanding", time.Second, func() bool { return r.PublishAsyncPending() == 0 })
+}
+
+// item 18a: after the stream could not answer for a while (an election, a
+// NATS restart), the relay resumes within about a second of it answering
+// again: no long backoff and no long publish timeout in the way.
+func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (back func())
+	}{
+		// No stream: the publish is answered at once with "no responders".
+		{"no responders", func(t *testing.T, _ *nats.Conn, js jetstream.JetStream) func() {
+			if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		// No answer at all: only the publish timeout ends a round.
+		{"no answer", silence},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustStore(t, testpg.NewDatabase(t))
+			srv := testnats.Start(t)
+			nc, err := srv.Connect()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js := mustJS(t, nc)
+			chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Default timeouts and backoff: they are what is measured.
+			runRelay(t, s, js)
+			commit(t, s, chat.ID, 0, 10)
+			waitFor(t, "drain before the outage", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+
+			back := tc.down(t, nc, js)
+			commit(t, s, chat.ID, 10, 200)
+			time.Sleep(3 * time.Second) // long enough for an unbounded backoff to grow
+			back()
+			start := time.Now()
+			waitFor(t, "drain after the stream is back", 10*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+			took := time.Since(start)
+			t.Logf("outbox drained %v after the stream answered again", took)
+			if took > 3*time.Second {
+				t.Fatalf("drained %v after the stream was back, want within ~1 s (bound 3 s on a loaded machine)", took)
+			}
+		})
+	}
+}
+
+// item 15a: a relay cut off from NATS steps down, so the relay of a node
+// that can still reach NATS takes over; the cut-off one reports inactive.
+func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	sA, sB := mustStore(t, dsn), mustStore(t, dsn)
+	srv := mustNATSWithListener(t)
+	proxy := testproxy.Start(t, srv.Server().Addr().String())
+	ncA := mustConnect(t, proxy.URL("nats"))
+	ncB := mustConnect(t, srv.ClientURL())
+	jsA, jsB := mustJS(t, ncA), mustJS(t, ncB)
+	chat, err := sA.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regA := prometheus.NewRegistry()
+	relayA, _ := startRelay(t, stream.RelayConfig{Outbox: sA, JS: jsA, Poll: 100 * time.Millisecond,
+		Standby: 200 * time.Millisecond, StepDownAfter: time.Second, Registerer: regA})
+	waitFor(t, "relay A active", 5*time.Second, relayA.Active)
+	relayB, _ := startRelay(t, stream.RelayConfig{Outbox: sB, JS: jsB, Poll: 100 * time.Millisecond,
+		Standby: 200 * time.Millisecond, StepDownAfter: time.Second})
+	commit(t, sA, chat.ID, 0, 10)
+	waitFor(t, "relay A drains", 5*time.Second, func() bool { return outboxDepth(t, sA) == 0 })
+
+	proxy.Cut()
+	commit(t, sA, chat.ID, 10, 10)
+	waitFor(t, "relay B to take over from the cut-off relay A", 5*time.Second, relayB.Active)
+	waitFor(t, "relay B drains", 5*time.Second, func() bool { return outboxDepth(t, sB) == 0 })
+	if got := streamMsgs(t, jsB); got != 20 {
+		t.Fatalf("stream holds %d messages, want 20", got)
+	}
+	if relayA.Active() {
+		t.Fatal("relay A still reports active while cut off")
+	}
+	if got := metric(t, regA, "chatd_relay_active"); got != 0 {
+		t.Fatalf("relay A: chatd_relay_active = %v, want 0", got)
+	}
+}

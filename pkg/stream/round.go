@@ -1,0 +1,158 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var (
+	// errPublish marks a round that failed on the NATS side (as opposed to
+	// PostgreSQL's); only these count toward stepping down.
+	errPublish = errors.New("publish")
+	// errNotConnected fails a round at once while the link is down.
+	errNotConnected = errors.New("not connected to NATS")
+	// errEncode is an envelope that cannot be encoded: a property of the row.
+	errEncode = errors.New("encode envelope")
+	// errAckOverdue is a future that outlived the publish timeout, which
+	// the publisher's own ack timeout should make impossible.
+	errAckOverdue = errors.New("publish ack overdue")
+)
+
+// sent is one row's publish: its future, and once settled its error (nil
+// with a future: acknowledged).
+type sent struct {
+	f   jetstream.PubAckFuture
+	err error
+}
+
+// round publishes the oldest outbox rows in order, waits until every
+// publish has settled, deletes the acknowledged prefix and sets aside the
+// rows in it that can never be published. It returns how many rows it read.
+func (r *Relay) round(ctx context.Context) (int, error) {
+	if !r.nc.IsConnected() {
+		// Publishing now would only fill the client's reconnect buffer,
+		// which sends stale rows whenever the link returns, even after
+		// another node has relayed them.
+		return 0, fmt.Errorf("%w: %w", errPublish, errNotConnected)
+	}
+	entries, err := r.cfg.Outbox.ReadOutbox(ctx, r.cfg.Batch)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	results := r.publishAll(ctx, entries)
+	return len(entries), r.finish(ctx, entries, results)
+}
+
+// publishAll publishes entries in order and waits for every future: a round
+// that failed leaves nothing outstanding behind it. It stops at the first
+// transient failure (stalled, link lost): the rest would fail the same way.
+func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) []sent {
+	out := make([]sent, 0, len(entries))
+	for i := range entries {
+		f, err := r.publish(&entries[i])
+		out = append(out, sent{f: f, err: err})
+		if err != nil && !permanent(err) {
+			break
+		}
+	}
+	// Every future settles within PublishTimeout (the publisher's ack
+	// timeout); the timer below is only a guard against a lost settlement.
+	guard := time.NewTimer(r.cfg.PublishTimeout + time.Second)
+	defer guard.Stop()
+	for i := range out {
+		if out[i].f == nil {
+			continue
+		}
+		select {
+		case <-out[i].f.Ok():
+		case err := <-out[i].f.Err():
+			out[i].err = err
+		case <-guard.C:
+			out[i].err = errAckOverdue
+		case <-ctx.Done():
+			out[i].err = ctx.Err() // Run's CleanupPublisher fails the rest
+		}
+	}
+	return out
+}
+
+func (r *Relay) publish(e *store.OutboxEntry) (jetstream.PubAckFuture, error) {
+	data, err := json.Marshal(chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
+	if err != nil {
+		return nil, fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
+	}
+	msg := &nats.Msg{Subject: SubjectPrefix + e.Message.Chat, Data: data}
+	// No client-side retries: a retry could land after later rows and
+	// reorder the stream; the round republishes from the first failure.
+	return r.pub.PublishMsgAsync(msg,
+		jetstream.WithMsgID(strconv.FormatInt(e.ID, 10)),
+		jetstream.WithRetryAttempts(0))
+}
+
+// finish walks the settled publishes in order. Acknowledged rows are
+// deleted and rows that can never be published are set aside, up to the
+// first transient failure: only that prefix is done, the rest is retried.
+func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []sent) error {
+	ids := make([]int64, 0, len(results))
+	now := r.cfg.Now()
+	var failed error
+	for i, s := range results {
+		e := &entries[i]
+		if s.err == nil {
+			ids = append(ids, e.ID)
+			r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
+			continue
+		}
+		if !permanent(s.err) {
+			failed = fmt.Errorf("%w: %w", errPublish, s.err)
+			break
+		}
+		if err := r.setAside(ctx, e, s.err); err != nil {
+			failed = err
+			break
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := r.cfg.Outbox.DeleteOutbox(ctx, ids); err != nil {
+			// Published but not deleted: the next round republishes them and
+			// the stream's duplicate window drops the copies.
+			return fmt.Errorf("delete relayed rows: %w", err)
+		}
+		r.metrics.relayed.Add(float64(len(ids)))
+	}
+	return failed
+}
+
+// setAside moves a row that can never be published out of the outbox, so
+// it cannot stop the relay for every chat. The message stays in history.
+func (r *Relay) setAside(ctx context.Context, e *store.OutboxEntry, reason error) error {
+	if err := r.cfg.Outbox.SetAsideOutbox(ctx, e.ID, reason.Error()); err != nil {
+		return err
+	}
+	r.metrics.setAside.Inc()
+	r.log.Error("relay set aside an outbox row it can never publish; its recipients recover it from history; the row is kept in outbox_set_aside",
+		"chat", e.Message.Chat, "msg_id", e.Message.ID, "outbox_id", e.ID, "reason", reason)
+	return nil
+}
+
+// permanent reports whether a publish error belongs to the row (it fails
+// the same way every time) rather than to NATS's state right now. Only
+// these rows are set aside; anything else (timeout, no responders during an
+// election, stream full, link down) is retried, because a wrongly retried
+// row costs a round while a wrongly set-aside row costs a live delivery.
+func permanent(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) || errors.Is(err, errEncode) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}
