@@ -39,9 +39,10 @@ func (c *Client) Run(ctx context.Context) error {
 		defer wg.Done()
 		select {
 		case <-c.closed:
-			cancel()
 		case <-ctx.Done():
 		}
+		close(c.stopping)
+		cancel()
 	}()
 	defer wg.Wait()
 	defer cancel()
