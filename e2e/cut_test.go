@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +118,62 @@ func (tp *timedPeer) worstLive(since time.Time) (time.Duration, int) {
 		}
 	}
 	return worst, n
+}
+
+// waitAll waits until the peer has every message of accs in chat, and
+// fails naming what is missing (seq, id, accepted at) when it does not.
+func (tp *timedPeer) waitAll(t *testing.T, chat string, accs []client.Accepted, within time.Duration) {
+	t.Helper()
+	var missing []string
+	deadline := time.Now().Add(within)
+	for {
+		have := map[string]bool{}
+		for _, m := range tp.log(chat) {
+			have[m.ID] = true
+		}
+		missing = missing[:0]
+		for _, a := range accs {
+			if !have[a.ID] {
+				missing = append(missing, fmt.Sprintf("seq %d id %s (has there: %s)", a.Seq, a.ID, tp.atSeq(chat, a.Seq)))
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seqs := make([]int64, 0, len(accs))
+	for _, a := range accs {
+		seqs = append(seqs, a.Seq)
+	}
+	t.Fatalf("%s lacks %d of %d accepted messages of chat %s after %v (highest accepted seq %d): %v; stats %+v",
+		tp.name, len(missing), len(accs), chat, within, slices.Max(seqs), missing, tp.c.Stats())
+}
+
+// atSeq describes what the peer was handed at seq of chat, for a failure.
+func (tp *timedPeer) atSeq(chat string, seq int64) string {
+	var out []string
+	for _, m := range tp.log(chat) {
+		if m.Seq == seq {
+			out = append(out, fmt.Sprintf("id %s cid %s from %s", m.ID, m.CID, m.From))
+		}
+	}
+	tp.tmu.Lock()
+	defer tp.tmu.Unlock()
+	for _, r := range tp.recv {
+		for _, o := range out {
+			if strings.Contains(o, r.id) {
+				out = append(out, "via "+r.via.String())
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
 }
 
 // sentAt reads the send time a sender stamped at the end of a body ("… @<unix ns>").
@@ -305,10 +362,12 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 	}
 	wantAB, wantCD := idsAfter(0, ab...), idsAfter(0, cd...)
 	for _, p := range []*timedPeer{alice, bob} {
-		p.reconcile(t, chatAB, 1, wantAB, 15*time.Second)
+		p.waitAll(t, chatAB, slices.Concat(ab...), 15*time.Second)
+		p.reconcile(t, chatAB, 1, wantAB, time.Second)
 	}
 	for _, p := range []*timedPeer{carol, dave} {
-		p.reconcile(t, chatCD, 1, wantCD, 15*time.Second)
+		p.waitAll(t, chatCD, slices.Concat(cd...), 15*time.Second)
+		p.reconcile(t, chatCD, 1, wantCD, time.Second)
 	}
 	for _, p := range []*timedPeer{alice, bob, carol, dave} {
 		worst, n := p.worstLive(cut)
