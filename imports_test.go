@@ -19,7 +19,7 @@ const module = "github.com/chatd/chatd"
 var allowedImports = map[string][]string{
 	".":            {},
 	"embedded":     {},
-	"pkg/store":    {""},
+	"pkg/store":    {"", "internal/logsample"},
 	"pkg/ingest":   {"", "pkg/store"},
 	"pkg/push":     {""},
 	"pkg/reclaim":  {},

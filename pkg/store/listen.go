@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/chatd/chatd/internal/logsample"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,8 +23,11 @@ const (
 // exponential backoff and reconnects. wake is also called after every
 // (re)connect, since notifications sent while disconnected are lost. wake
 // runs on ListenOutbox's goroutine and should not block (e.g. a
-// non-blocking send on a 1-buffered channel).
+// non-blocking send on a 1-buffered channel). Failed reconnects during an
+// outage are logged once and then counted (internal/logsample).
 func (s *Store) ListenOutbox(ctx context.Context, wake func()) error {
+	warn := logsample.New(s.log, logsample.Config{})
+	defer warn.Flush()
 	backoff := listenBackoffMin
 	for {
 		connected, err := s.listenOnce(ctx, wake)
@@ -31,9 +35,11 @@ func (s *Store) ListenOutbox(ctx context.Context, wake func()) error {
 			return nil
 		}
 		if connected {
+			// The last outage is over: its count goes out before this one.
+			warn.Flush()
 			backoff = listenBackoffMin
 		}
-		s.log.Warn("outbox listener lost its connection; reconnecting", "err", err, "backoff", backoff)
+		warn.Warn("outbox listener lost its connection; reconnecting", "err", err, "backoff", backoff)
 		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
 		select {
 		case <-ctx.Done():

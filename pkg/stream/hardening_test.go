@@ -1,7 +1,10 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,7 +125,9 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg})
+	var logs logBuffer
+	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	waitFor(t, "outbox to drain past the bad row", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
 	if got := streamMsgs(t, js); got != 10 {
@@ -140,6 +145,34 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	if n := metric(t, reg, "chatd_relay_set_aside_total"); n != 1 {
 		t.Fatalf("chatd_relay_set_aside_total = %v, want 1", n)
 	}
+	var logged bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "chat="+chat.ID) &&
+			strings.Contains(line, "msg_id="+msgID) && strings.Contains(line, "maximum payload exceeded") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Fatalf("no ERROR line naming chat %s, message %s and the reason in:\n%s", chat.ID, msgID, logs.String())
+	}
+}
+
+// logBuffer collects a logger's output; the relay logs from its own goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // silence makes the delivery stream unable to answer while the connection
@@ -214,35 +247,57 @@ func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
 }
 
 // item 18a: after the stream could not answer for a while (an election, a
-// NATS restart), the relay resumes within about a second of it answering
-// again: no long backoff and no long publish timeout in the way.
+// NATS restart, a cut link), the relay resumes within about a second of it
+// answering again: no long backoff and no long publish timeout in the way.
 func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
+	inProcess := func(t *testing.T) (*nats.Conn, *embedded.NATS) {
+		srv := testnats.Start(t)
+		nc, err := srv.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc, srv
+	}
 	for _, tc := range []struct {
 		name string
-		down func(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (back func())
+		// start connects to a fresh server and returns what takes the
+		// stream away (down) and gives it back (its result).
+		start func(t *testing.T) (*nats.Conn, func(js jetstream.JetStream) (back func()))
 	}{
-		// No stream: the publish is answered at once with "no responders".
-		{"no responders", func(t *testing.T, _ *nats.Conn, js jetstream.JetStream) func() {
-			if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
-				t.Fatal(err)
-			}
-			return func() {
-				if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+		// No stream, as between two leaders: "no responders" at once.
+		{"no responders", func(t *testing.T) (*nats.Conn, func(jetstream.JetStream) func()) {
+			nc, _ := inProcess(t)
+			return nc, func(js jetstream.JetStream) func() {
+				if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
 					t.Fatal(err)
+				}
+				return func() {
+					if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}},
 		// No answer at all: only the publish timeout ends a round.
-		{"no answer", silence},
+		{"no answer", func(t *testing.T) (*nats.Conn, func(jetstream.JetStream) func()) {
+			nc, _ := inProcess(t)
+			return nc, func(js jetstream.JetStream) func() { return silence(t, nc, js) }
+		}},
+		// The link to NATS is cut, then restored: the relay wakes on the reconnect.
+		{"link cut", func(t *testing.T) (*nats.Conn, func(jetstream.JetStream) func()) {
+			srv := mustNATSWithListener(t)
+			proxy := testproxy.Start(t, srv.Server().Addr().String())
+			nc := mustConnect(t, proxy.URL("nats"))
+			return nc, func(jetstream.JetStream) func() {
+				proxy.Cut()
+				return proxy.Restore
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustStore(t, testpg.NewDatabase(t))
-			srv := testnats.Start(t)
-			nc, err := srv.Connect()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			nc, down := tc.start(t)
 			js := mustJS(t, nc)
 			chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
 			if err != nil {
@@ -253,7 +308,7 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 			commit(t, s, chat.ID, 0, 10)
 			waitFor(t, "drain before the outage", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
 
-			back := tc.down(t, nc, js)
+			back := down(js)
 			commit(t, s, chat.ID, 10, 200)
 			time.Sleep(3 * time.Second) // long enough for an unbounded backoff to grow
 			back()
@@ -263,6 +318,9 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 			t.Logf("outbox drained %v after the stream answered again", took)
 			if took > 3*time.Second {
 				t.Fatalf("drained %v after the stream was back, want within ~1 s (bound 3 s on a loaded machine)", took)
+			}
+			if got := streamMsgs(t, js); got < 200 {
+				t.Fatalf("stream holds %d messages after the outage, want at least the 200 committed during it", got)
 			}
 		})
 	}
@@ -303,5 +361,49 @@ func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
 	}
 	if got := metric(t, regA, "chatd_relay_active"); got != 0 {
 		t.Fatalf("relay A: chatd_relay_active = %v, want 0", got)
+	}
+}
+
+// A full stream (MaxBytes with DiscardNew) is back-pressure, not a bad row
+// and not a broken link: nothing is set aside, the relay keeps its lock,
+// and the outbox drains once the stream has room.
+func TestRelayStreamFullIsBackPressure(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js := mustJS(t, nc)
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{MaxBytes: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, s, chat.ID, 0, 100)
+	reg := prometheus.NewRegistry()
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond,
+		Standby: 200 * time.Millisecond, StepDownAfter: 300 * time.Millisecond, Registerer: reg})
+	waitFor(t, "the stream to fill", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) { // over three step-down periods
+		if !r.Active() {
+			t.Fatal("relay stepped down on a full stream: want it to keep the lock (another node would hit the same limit)")
+		}
+	}
+	if n := metric(t, reg, "chatd_relay_set_aside_total"); n != 0 {
+		t.Fatalf("chatd_relay_set_aside_total = %v on a full stream, want 0", n)
+	}
+	if d := outboxDepth(t, s); d == 0 {
+		t.Fatal("outbox drained into a full stream")
+	}
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "drain once the stream has room", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	if got := streamMsgs(t, js); got != 100 {
+		t.Fatalf("stream holds %d messages, want 100", got)
 	}
 }

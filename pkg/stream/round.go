@@ -36,20 +36,22 @@ type sent struct {
 
 // round publishes the oldest outbox rows in order, waits until every
 // publish has settled, deletes the acknowledged prefix and sets aside the
-// rows in it that can never be published. It returns how many rows it read.
-func (r *Relay) round(ctx context.Context) (int, error) {
+// rows in it that can never be published. It returns how many rows it read
+// and how many of them it is done with (relayed or set aside).
+func (r *Relay) round(ctx context.Context) (read, done int, err error) {
 	if !r.nc.IsConnected() {
 		// Publishing now would only fill the client's reconnect buffer,
 		// which sends stale rows whenever the link returns, even after
 		// another node has relayed them.
-		return 0, fmt.Errorf("%w: %w", errPublish, errNotConnected)
+		return 0, 0, fmt.Errorf("%w: %w", errPublish, errNotConnected)
 	}
 	entries, err := r.cfg.Outbox.ReadOutbox(ctx, r.cfg.Batch)
 	if err != nil || len(entries) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
 	results := r.publishAll(ctx, entries)
-	return len(entries), r.finish(ctx, entries, results)
+	done, err = r.finish(ctx, entries, results)
+	return len(entries), done, err
 }
 
 // publishAll publishes entries in order and waits for every future: a round
@@ -100,36 +102,52 @@ func (r *Relay) publish(e *store.OutboxEntry) (jetstream.PubAckFuture, error) {
 
 // finish walks the settled publishes in order. Acknowledged rows are
 // deleted and rows that can never be published are set aside, up to the
-// first transient failure: only that prefix is done, the rest is retried.
-func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []sent) error {
+// first transient failure: only that prefix is done (it returns its
+// length), the rest is retried.
+func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []sent) (int, error) {
 	ids := make([]int64, 0, len(results))
 	now := r.cfg.Now()
+	done := 0
 	var failed error
 	for i, s := range results {
 		e := &entries[i]
 		if s.err == nil {
 			ids = append(ids, e.ID)
 			r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
+			done++
 			continue
 		}
 		if !permanent(s.err) {
-			failed = fmt.Errorf("%w: %w", errPublish, s.err)
+			failed = transient(s.err)
 			break
 		}
 		if err := r.setAside(ctx, e, s.err); err != nil {
 			failed = err
 			break
 		}
+		done++
 	}
 	if len(ids) > 0 {
 		if _, err := r.cfg.Outbox.DeleteOutbox(ctx, ids); err != nil {
 			// Published but not deleted: the next round republishes them and
 			// the stream's duplicate window drops the copies.
-			return fmt.Errorf("delete relayed rows: %w", err)
+			return 0, fmt.Errorf("delete relayed rows: %w", err)
 		}
 		r.metrics.relayed.Add(float64(len(ids)))
 	}
-	return failed
+	return done, failed
+}
+
+// transient wraps a publish error that is retried. When the stream itself
+// answered with a refusal (full, for one) this node reaches it as well as
+// any other would, so that is no reason to step down; anything else (no
+// answer, no responders, link lost) is marked errPublish and counts.
+func transient(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Errorf("stream refused the publish: %w", err)
+	}
+	return fmt.Errorf("%w: %w", errPublish, err)
 }
 
 // setAside moves a row that can never be published out of the outbox, so

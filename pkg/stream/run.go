@@ -77,6 +77,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // wrapping errPublish when publishing failed for StepDownAfter.
 func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-chan nats.Status) error {
 	backoff := backoffMin
+	failing := false           // the last round failed (NATS or PostgreSQL)
 	var failingSince time.Time // zero while publishing works
 	lastCheck := r.cfg.Now()
 	for ctx.Err() == nil {
@@ -86,15 +87,17 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 			}
 			lastCheck = r.cfg.Now()
 		}
-		n, err := r.round(ctx)
+		n, done, err := r.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err == nil {
-			if !failingSince.IsZero() {
+			if failing {
+				// The count of suppressed warnings goes out now, not at
+				// the next failure.
 				r.sampled.Flush()
-				r.log.Info("relay publishing again", "after", r.cfg.Now().Sub(failingSince))
-				failingSince = time.Time{}
+				r.log.Info("relay rounds succeed again")
+				failing, failingSince = false, time.Time{}
 			}
 			backoff = backoffMin
 			if n < r.cfg.Batch {
@@ -105,11 +108,14 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 		// NATS or PostgreSQL is down: rows stay in the outbox and are
 		// republished from the first unacknowledged one.
 		r.metrics.errors.Inc()
+		failing = true
 		if errors.Is(err, errPublish) {
 			// Only NATS-side failures count: another node shares this
 			// node's PostgreSQL, but maybe not its NATS link.
+			// A partial round's progress restarts the clock: slow acks
+			// under load are no reason to step down.
 			now := r.cfg.Now()
-			if failingSince.IsZero() {
+			if failingSince.IsZero() || done > 0 {
 				failingSince = now
 			}
 			if failed := now.Sub(failingSince); failed >= r.cfg.StepDownAfter {
