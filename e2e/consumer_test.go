@@ -125,13 +125,22 @@ func TestNoHelloWithoutConsumer(t *testing.T) {
 	}
 	js := a.JetStream()
 	ctx := context.Background()
-	if err := js.DeleteConsumer(ctx, stream.DefaultName, "push-a"); err != nil {
-		t.Fatalf("delete consumer: %v", err)
-	}
-	if _, err := js.CreateConsumer(ctx, stream.DefaultName, jetstream.ConsumerConfig{
+	// The node recreates its consumer quickly: delete it again until the
+	// squatter wins the name.
+	squat := jetstream.ConsumerConfig{
 		Durable: "push-a", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-	}); err != nil {
-		t.Fatalf("create squatter: %v", err)
+	}
+	for i := 0; ; i++ {
+		if err := js.DeleteConsumer(ctx, stream.DefaultName, "push-a"); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatalf("delete consumer: %v", err)
+		}
+		_, err := js.CreateConsumer(ctx, stream.DefaultName, squat)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrConsumerExists) || i == 20 {
+			t.Fatalf("create squatter: %v", err)
+		}
 	}
 	eventually(t, 3*time.Second, "node a not ready without its consumer", func() bool {
 		return readyStatus(t, a) == http.StatusServiceUnavailable

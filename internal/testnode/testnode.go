@@ -51,6 +51,15 @@ func Run(t testing.TB, cfg node.Config) *Node {
 			t.Errorf("node %s run: %v", rn.NodeID(), err)
 		}
 	})
+	// A node refuses WebSockets (503) until its delivery consumer exists;
+	// tests talk to it at once, so wait for that here.
+	deadline := time.Now().Add(stopTimeout)
+	for n.Push.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: live delivery not ready within %v: %v", cfg.NodeID, stopTimeout, n.Push.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return rn
 }
 

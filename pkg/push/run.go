@@ -59,6 +59,9 @@ type consuming struct {
 	// nudge asks for a check now: the consume reported an error that can
 	// mean the consumer is gone (deleted, not found, heartbeats missed).
 	nudge chan struct{}
+	// created identifies this incarnation: a consumer of the same name
+	// created later (deleted and made again by someone else) is not ours.
+	created time.Time
 }
 
 // start creates the consumer and starts consuming it, retrying with
@@ -110,7 +113,7 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
-	w := &consuming{cons: cons, nudge: make(chan struct{}, 1)}
+	w := &consuming{cons: cons, nudge: make(chan struct{}, 1), created: cons.CachedInfo().Created}
 	w.cc, err = cons.Consume(r.handle,
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -147,11 +150,11 @@ func (r *Registry) watch(ctx context.Context, w *consuming) bool {
 			r.log.Warn("consume ended; recreating the consumer", "consumer", ConsumerName(r.cfg.NodeID))
 			return true
 		case <-w.nudge:
-			if r.check(ctx, w.cons) {
+			if r.check(ctx, w) {
 				return true
 			}
 		case <-check.C:
-			if r.check(ctx, w.cons) {
+			if r.check(ctx, w) {
 				return true
 			}
 		}
@@ -159,12 +162,17 @@ func (r *Registry) watch(ctx context.Context, w *consuming) bool {
 }
 
 // check asks JetStream for the consumer. It reports whether the consumer
-// is gone; an unanswered check counts toward Config.Unreachable.
-func (r *Registry) check(ctx context.Context, cons jetstream.Consumer) bool {
+// is gone (or was replaced by another of the same name, which this consume
+// does not feed from); an unanswered check counts toward Config.Unreachable.
+func (r *Registry) check(ctx context.Context, w *consuming) bool {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
 	defer cancel()
-	_, err := cons.Info(cctx)
+	info, err := w.cons.Info(cctx)
 	switch {
+	case err == nil && !info.Created.Equal(w.created):
+		r.log.Warn("consumer replaced behind this node's back; withdrawing every session and recreating it",
+			"consumer", ConsumerName(r.cfg.NodeID), "created", info.Created, "ours", w.created)
+		return true
 	case err == nil:
 		r.setLive()
 		return false
