@@ -39,7 +39,6 @@ const (
 // received is one message handed to the application, with when and how.
 type received struct {
 	id     string
-	chat   string
 	via    client.Via
 	at     time.Time
 	sentAt time.Time // from the body, which the sender stamps
@@ -73,7 +72,7 @@ func mustTimedPeer(t *testing.T, user string, chats []string, urls ...string) *t
 			if ev.Kind != client.EventMessage {
 				continue
 			}
-			r := received{id: ev.Message.ID, chat: ev.Message.Chat, via: ev.Via, at: time.Now(), sentAt: sentAt(ev.Message.Body)}
+			r := received{id: ev.Message.ID, via: ev.Via, at: time.Now(), sentAt: sentAt(ev.Message.Body)}
 			tp.mu.Lock()
 			tp.msgs = append(tp.msgs, ev.Message)
 			tp.mu.Unlock()
@@ -343,6 +342,9 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 	eventually(t, movedWithin, "alice reconnects after node a is cut off", func() bool { return alice.c.Stats().Connects >= 2 })
 	moved := time.Now()
 	t.Logf("cut → alice reconnected: %v (node a ready: %v)", moved.Sub(cut).Round(time.Millisecond), ready(a))
+	if st := alice.c.Stats(); st.Disconnects[1001] == 0 {
+		t.Errorf("alice's disconnects by close code %v, want a 1001 (going away) from the cut node", st.Disconnects)
+	}
 	eventually(t, healthyWithin, "alice gets bob's messages live on her new node", func() bool {
 		_, ok := alice.firstLive(moved)
 		return ok

@@ -138,7 +138,7 @@ while [ -z "$elected" ] && awk -v d="$(minus "$(now)" "$killed")" -v m="$down_fo
 	[ -z "$elected" ] && sleep 0.05
 done
 if [ -n "$elected" ]; then
-	echo "stream leader again $(minus "$elected" "$killed") s after the kill"
+	echo "stream leader again $(minus "$elected" "$killed") s after the kill (seen by polling /jsz)"
 else
 	echo "no new stream leader within ${down_for} s"
 fi
@@ -149,6 +149,16 @@ echo "n$victim restarted at load t=$(minus "$(now)" "$t0") s"
 
 rc=0
 wait "$load" || rc=$?
+# The survivors' own logs date the election more exactly than the /jsz poll.
+for i in 1 2 3; do
+	[ "$i" = "$victim" ] && continue
+	grep -h "new stream leader for '\$G > CHAT_OUTBOX'" "$dir/nats$i.log" | cut -d' ' -f2,3
+done | while read -r d t; do
+	e=$(date -d "${d//\//-} $t" +%s.%N)
+	awk -v e="$e" -v k="$killed" 'BEGIN { exit !(e > k) }' && echo "$e"
+done | sort -n | head -1 | while read -r e; do
+	echo "servers' logs: new stream leader elected $(minus "$e" "$killed") s after the kill"
+done || true # no election logged is reported by its absence, not by failing the run
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 cat "$dir/chatload.out" | grep -v '^ *[0-9]*s '
 [ -s "$dir/chatload.err" ] && { echo "--- chatload stderr (last 20 lines)"; tail -20 "$dir/chatload.err"; }
