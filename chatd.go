@@ -29,7 +29,8 @@ type Chat struct {
 
 // Message is one accepted chat message. ID is its identity (a ULID, the
 // client's dedupe key); Seq is its order inside the chat (gapless, commit
-// order; invariant 5). The JSON form is the `msg` object of the wire contract.
+// order; docs/architecture.md, invariant 5). The JSON form is the `msg`
+// object of the wire contract.
 type Message struct {
 	ID   string    `json:"id"`
 	CID  string    `json:"cid"`

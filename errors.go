@@ -13,8 +13,15 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrTooLarge: a body is over the configured maximum.
 	ErrTooLarge = errors.New("too large")
+	// ErrTooManyMembers: a group would have more members than the configured
+	// maximum (every message's envelope carries the member list).
+	ErrTooManyMembers = errors.New("too many members")
 	// ErrConflict: the operation does not fit the chat (e.g. adding a member to a direct chat).
 	ErrConflict = errors.New("conflict")
+	// ErrCIDConflict: the sender already used this cid for another chat. A
+	// cid names one message of one sender; a resend must repeat its chat,
+	// and a new message needs a new cid.
+	ErrCIDConflict = errors.New("cid already used for another chat")
 	// ErrOverloaded: a bounded queue is full; the request was not taken and may be retried.
 	ErrOverloaded = errors.New("overloaded")
 	// ErrRateLimited: the caller is over a rate or credit limit.

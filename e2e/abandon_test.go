@@ -66,10 +66,10 @@ func readUntilClose(t *testing.T, conn *websocket.Conn, chat string, within time
 	}
 }
 
-// Invariant 3 and G3: a recipient that reads but never acks is abandoned
-// (4000) after MaxAttempts leases; it loses nothing, because the abandon
-// only withdraws it from live delivery and never touches history: it
-// reconnects, pulls history from its last contiguous seq and has every
+// docs/architecture.md, invariant 3 and G3: a recipient that reads but never
+// acks is abandoned (4000) after MaxAttempts leases; it loses nothing, because
+// the abandon only withdraws it from live delivery and never touches history:
+// it reconnects, pulls history from its last contiguous seq and has every
 // message.
 func TestAbandonedClientRecoversEverythingFromHistory(t *testing.T) {
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")

@@ -21,6 +21,10 @@ import (
 // store needs headroom.
 const natsReadyTimeout = 30 * time.Second
 
+// natsReadyPoll is how often StartNATS looks for a fatal error while it
+// waits for the server to be ready.
+const natsReadyPoll = 100 * time.Millisecond
+
 // NATSConfig configures StartNATS.
 type NATSConfig struct {
 	// StoreDir is the JetStream store directory. Required.
@@ -29,6 +33,12 @@ type NATSConfig struct {
 	// `nats` CLI can inspect the server. Empty means no listener at all:
 	// chatd itself connects in-process. Port 0 picks a free port.
 	Listen string
+	// NkeyFile is the nkey seed file of the one user the server accepts
+	// (generated, mode 0600, on first use). Every client must prove it
+	// holds the key, Connect's in-process clients included; the nats CLI
+	// reads it with --nkey. Empty means no authentication, allowed only
+	// without a listener or with a loopback one.
+	NkeyFile string
 	// Logger receives the server's log lines. Nil discards them.
 	Logger *slog.Logger
 }
@@ -36,8 +46,9 @@ type NATSConfig struct {
 // NATS is an in-process NATS server with JetStream enabled. Its methods are
 // safe for concurrent use.
 type NATS struct {
-	srv *server.Server
-	log *slog.Logger
+	srv  *server.Server
+	log  *slog.Logger
+	auth nats.Option // signs in-process connections; nil without NkeyFile
 }
 
 // StartNATS starts the server and returns once it accepts connections.
@@ -65,7 +76,20 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("start nats: %w", err)
 		}
+		if cfg.NkeyFile == "" && !isLoopbackHost(host) {
+			return nil, fmt.Errorf("start nats: listen address %q is not loopback and no credentials are set (NATSConfig.NkeyFile): anyone who reaches it could forge messages or purge the stream; listen on 127.0.0.1 or set an nkey file", cfg.Listen)
+		}
 		opts.Host, opts.Port = host, port
+	}
+	var auth nats.Option
+	if cfg.NkeyFile != "" {
+		kp, err := loadNkey(cfg.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("start nats: %w", err)
+		}
+		pub, _ := kp.PublicKey() // loadNkey checked it
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+		auth = nats.Nkey(pub, kp.Sign)
 	}
 
 	srv, err := server.NewServer(opts)
@@ -73,16 +97,33 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	// Debug and trace stay off: trace logs every protocol line.
-	srv.SetLogger(natsLogger{log: log}, false, false)
+	fatal := &firstFatal{}
+	srv.SetLogger(natsLogger{log: log, fatal: fatal}, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(natsReadyTimeout) {
+	if err := waitNATSReady(srv, fatal); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start nats: not ready after %s", natsReadyTimeout)
+		return nil, fmt.Errorf("start nats: %w", err)
 	}
-	n := &NATS{srv: srv, log: log}
-	log.Info("nats started", "store_dir", cfg.StoreDir, "client_url", n.ClientURL())
+	n := &NATS{srv: srv, log: log, auth: auth}
+	log.Info("nats started", "store_dir", cfg.StoreDir, "client_url", n.ClientURL(), "nkey_file", cfg.NkeyFile)
 	return n, nil
+}
+
+// waitNATSReady waits until srv accepts connections. It gives up early
+// when the server reported a fatal error (it then never becomes ready: a
+// listener that cannot bind, say), and after natsReadyTimeout otherwise.
+func waitNATSReady(srv *server.Server, fatal *firstFatal) error {
+	deadline := time.Now().Add(natsReadyTimeout)
+	for !srv.ReadyForConnections(natsReadyPoll) {
+		if msg := fatal.get(); msg != "" {
+			return fmt.Errorf("%s (is another chatd or NATS on that address? pick another --nats-listen)", msg)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", natsReadyTimeout)
+		}
+	}
+	return nil
 }
 
 // splitListen parses "host:port". nats-server reads port 0 as its default
@@ -103,9 +144,13 @@ func splitListen(listen string) (string, int, error) {
 }
 
 // Connect opens a client connection to the server through an in-process
-// pipe, so it works without a TCP listener. The caller closes it.
+// pipe, so it works without a TCP listener, authenticated with the nkey
+// when the server has one. The caller closes it.
 func (n *NATS) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name("chatd")}, opts...)
+	if n.auth != nil {
+		opts = append(opts, n.auth)
+	}
 	opts = append(opts, nats.InProcessServer(n.srv))
 	nc, err := nats.Connect("", opts...)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,9 +25,10 @@ const (
 	// killWait is how long Stop waits after escalating to an immediate
 	// shutdown before it kills the postmaster outright.
 	killWait = 5 * time.Second
-	// portAttempts is how many free ports a start with Port 0 tries; another
-	// process may take the port between our probe and the server's bind.
-	portAttempts = 3
+	// defaultPort only names the socket file (.s.PGSQL.5432): the server
+	// has no TCP listener, and its socket directory is private to the
+	// cluster, so no other server can clash with it.
+	defaultPort = 5432
 )
 
 // deathSignal is what the kernel sends postgres when chatd dies, however it
@@ -45,17 +45,24 @@ const deathSignal = syscall.SIGQUIT
 type PostgresConfig struct {
 	// Dir is the cluster (data) directory, e.g. <data-dir>/pg. Required. It
 	// is created and initialized with initdb on first start. When chatd
-	// runs as root, every directory above it must be searchable by the
-	// postgres user.
+	// runs as root and the postgres user cannot search every directory
+	// above it, a new cluster goes under ReachableRoot instead.
 	Dir string
 	// BinDir holds the server binaries (initdb, postgres). Empty means
 	// FindBinDir.
 	BinDir string
+	// ReachableRoot is where the cluster lives instead of Dir when chatd
+	// runs as root and the postgres user cannot reach Dir (a data dir in
+	// a 0700 home): ReachableRoot/<name>/pg, <name> derived from Dir so
+	// the next start finds it again. Empty means /var/lib/chatd.
+	ReachableRoot string
 	// Logger receives the server's own log lines (at the levels serverLog
 	// describes) and supervision events. Nil discards them.
 	Logger *slog.Logger
-	// Port is the TCP port on 127.0.0.1. Zero picks a free port; Restart
-	// keeps the port it picked.
+	// Port names the unix socket file (.s.PGSQL.<Port>) in the private
+	// socket directory. The server opens no TCP port: with trust
+	// authentication, a TCP listener would make every local OS user a
+	// superuser. Zero means 5432.
 	Port int
 }
 
@@ -97,19 +104,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		if cfg.Port == 0 {
-			if p.port, err = freePort(); err != nil {
-				return nil, fmt.Errorf("start postgres: %w", err)
-			}
-		}
-		err = p.startLocked(ctx)
-		if err == nil || cfg.Port != 0 || attempt == portAttempts || !isBindError(err) {
-			break
-		}
-		p.log.Warn("postgres port taken; trying another", "port", p.port)
-	}
-	if err != nil {
+	if err := p.startLocked(ctx, "postgres started"); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	return p, nil
@@ -135,42 +130,50 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Check before creating anything, and again after: parents we create
-	// are 0755 so the server user can pass through them, unless a strict
-	// umask narrowed them.
-	if err := as.checkTraversable(dataDir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(dataDir), 0o755); err != nil {
-		return nil, fmt.Errorf("cluster dir: %w", err)
-	}
-	if err := as.checkTraversable(dataDir); err != nil {
-		return nil, err
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "postgres")
+	place, err := placeCluster(dataDir, cfg.ReachableRoot, as)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case place.moved && place.why != nil:
+		log.Info("postgres cluster kept outside the data dir: the server's user cannot reach it there",
+			"dir", place.dir, "data_dir_pg", dataDir, "reason", place.why.Error())
+	case place.moved:
+		log.Info("postgres cluster kept outside the data dir, where an earlier start put it",
+			"dir", place.dir, "data_dir_pg", dataDir)
+	}
+	dataDir = place.dir
+	port := cfg.Port
+	if port == 0 {
+		port = defaultPort
+	}
 	return &Postgres{
 		binDir:  binDir,
 		dataDir: dataDir,
-		port:    cfg.Port,
+		port:    port,
 		as:      as,
 		log:     log,
 		srvLog:  newServerLog(log),
 	}, nil
 }
 
-// startLocked starts a supervisor and waits for the server to be ready.
-func (p *Postgres) startLocked(ctx context.Context) error {
+// startLocked starts a supervisor, waits for the server to be ready and
+// logs msg. The messages differ for a first start and a Restart, and the
+// supervisor's own restart after a crash logs "postgres restarted", so the
+// log tells the three apart.
+func (p *Postgres) startLocked(ctx context.Context, msg string) error {
 	if err := waitOrphan(ctx, p.dataDir); err != nil {
 		return err
 	}
 	if _, err := prepareSocketDir(p.dataDir, p.as); err != nil {
 		return err
 	}
-	sup := newSupervisor(p.newCmd, p.log, p.srvLog)
+	sup := newSupervisor(p.newCmd, p.ping, p.log, p.srvLog)
 	go sup.run()
 	if err := p.waitReady(ctx, sup); err != nil {
 		sup.stop(deathSignal)
@@ -179,7 +182,7 @@ func (p *Postgres) startLocked(ctx context.Context) error {
 	}
 	sup.markReady()
 	p.sup = sup
-	p.log.Info("postgres started", "dir", p.dataDir, "port", p.port, "socket_dir", p.sockDir)
+	p.log.Info(msg, "dir", p.dataDir, "port", p.port, "socket_dir", p.sockDir)
 	return nil
 }
 
@@ -248,11 +251,11 @@ func dsnQuote(v string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
-// Port returns the server's TCP port on 127.0.0.1.
+// Port returns the port number in the socket file's name. The server
+// listens on no TCP port.
 func (p *Postgres) Port() int { return p.port }
 
-// Restart stops the server (fast shutdown) and starts it again on the same
-// port, returning once it accepts connections; on a stopped server it just
+// Restart stops the server (fast shutdown) and starts it again, returning once it accepts connections; on a stopped server it just
 // starts it. Fault tests use it to take the database away under load.
 func (p *Postgres) Restart(ctx context.Context) error {
 	p.mu.Lock()
@@ -260,7 +263,7 @@ func (p *Postgres) Restart(ctx context.Context) error {
 	if err := p.stopLocked(ctx); err != nil {
 		return fmt.Errorf("restart postgres: %w", err)
 	}
-	if err := p.startLocked(ctx); err != nil {
+	if err := p.startLocked(ctx, "postgres restarted on request"); err != nil {
 		return fmt.Errorf("restart postgres: %w", err)
 	}
 	return nil
@@ -313,17 +316,5 @@ func (p *Postgres) removeFallbackSocketDir() {
 	}
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func isBindError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "could not bind") || strings.Contains(s, "could not create any TCP/IP sockets")
-}
+// Dir returns the cluster directory the server runs on.
+func (p *Postgres) Dir() string { return p.dataDir }

@@ -57,9 +57,13 @@ func initCluster(ctx context.Context, binDir, dataDir string, as runAs) (created
 		"--encoding=UTF8",
 		// C collation sorts by bytes and needs no OS locale installed.
 		"--locale=C",
-		// Trust is safe here: the socket sits in a 0700 directory and TCP
-		// listens on loopback only. No password to generate or store.
-		"--auth=trust",
+		// Trust is safe only because the server opens no TCP port
+		// (listen_addresses is empty) and its socket sits in a 0700
+		// directory of the server's user: only that user and root (chatd
+		// run as root) can reach it. No password to generate or store.
+		// TCP is rejected as well, should a listener ever be configured.
+		"--auth-local=trust",
+		"--auth-host=reject",
 	)
 	cmd.Dir = tmp
 	cmd.Env = serverEnv()
@@ -203,7 +207,10 @@ func postgresProcess(pid int) (isPostgres, known bool) {
 // ones, including to clusters made by an older chatd.
 func serverArgs(dataDir, socketDir string, port int) []string {
 	settings := []string{
-		"listen_addresses=127.0.0.1",
+		// No TCP listener: authentication is trust, so anyone who can
+		// connect is superuser (and can run programs through COPY ... TO
+		// PROGRAM). Only the private unix socket below is served.
+		"listen_addresses=",
 		"port=" + strconv.Itoa(port),
 		"unix_socket_directories=" + socketDir,
 		"unix_socket_permissions=0700",

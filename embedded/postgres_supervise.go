@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ const (
 // stop of the managed server; Restart makes a new one.
 type supervisor struct {
 	newCmd func() *exec.Cmd
+	ping   func(context.Context) error // nil error once the server answers
 	log    *slog.Logger
 	srvLog *serverLog
 
@@ -45,9 +47,10 @@ type supervisor struct {
 	proc     *os.Process // the current child, nil between children
 }
 
-func newSupervisor(newCmd func() *exec.Cmd, log *slog.Logger, srvLog *serverLog) *supervisor {
+func newSupervisor(newCmd func() *exec.Cmd, ping func(context.Context) error, log *slog.Logger, srvLog *serverLog) *supervisor {
 	return &supervisor{
 		newCmd: newCmd,
+		ping:   ping,
 		log:    log,
 		srvLog: srvLog,
 		ready:  make(chan struct{}),
@@ -67,6 +70,14 @@ func (s *supervisor) isReady() bool {
 	}
 }
 
+// outage is the supervisor's account of a crash and the restarts after
+// it, so that a restart logs as a restart (attempt, downtime) and an
+// operator can tell a crash loop from a start.
+type outage struct {
+	attempt int       // restarts since the last healthy run (healthyRun); 0: none yet
+	since   time.Time // when the last child that had answered exited
+}
+
 // run starts children until stop is called, or until the first child exits
 // before it was ready (then s.err says why). It must run on its own
 // goroutine.
@@ -79,21 +90,24 @@ func (s *supervisor) isReady() bool {
 func (s *supervisor) run() {
 	runtime.LockOSThread()
 	defer close(s.done)
-	var logs sync.WaitGroup
+	var logs, watchers sync.WaitGroup
 	defer logs.Wait()
+	defer watchers.Wait()
 
 	backoff := restartMinBackoff
+	var down outage
 	for {
 		began := time.Now()
 		cmd, logDone, err := s.startChild(&logs)
-		if err != nil {
-			if !s.isReady() || errors.Is(err, errStopping) {
-				s.err = err
-				return
-			}
-			s.log.Error("start postgres failed; retrying", "err", err, "backoff", backoff)
-		} else {
+		if err != nil && (!s.isReady() || errors.Is(err, errStopping)) {
+			s.err = err
+			return
+		}
+		msg := "start postgres failed; retrying"
+		if err == nil {
+			up, cancelWatch := s.watchRestart(&watchers, down)
 			err = cmd.Wait()
+			cancelWatch()
 			s.setProc(nil)
 			if s.isStopping() {
 				return
@@ -106,15 +120,62 @@ func (s *supervisor) run() {
 				s.err = fmt.Errorf("postgres exited during startup (%v): %s", err, s.srvLog.lastLines())
 				return
 			}
-			s.log.Error("postgres exited unexpectedly; restarting", "err", err, "backoff", backoff)
+			if wasUp(up) {
+				down.since = time.Now() // the server is down from here
+			}
+			msg = "postgres exited unexpectedly; restarting"
 		}
 		if time.Since(began) > healthyRun {
 			backoff = restartMinBackoff
+			down.attempt = 0
 		}
+		down.attempt++
+		s.log.Error(msg, "err", err, "backoff", backoff, "attempt", down.attempt)
 		if !s.sleep(backoff) {
 			return
 		}
 		backoff = min(backoff*2, restartMaxBackoff)
+	}
+}
+
+// watchRestart, for a child started after a crash (down.attempt > 0),
+// polls it until it answers and then logs "postgres restarted" with the
+// attempt number and how long the server was down. The returned channel is
+// closed once the child answered (the first child's readiness is the
+// start's own, so it is returned closed); cancel stops the watch when the
+// child exits. wg tracks the watch goroutine.
+func (s *supervisor) watchRestart(wg *sync.WaitGroup, down outage) (up <-chan struct{}, cancel func()) {
+	upCh := make(chan struct{})
+	if down.attempt == 0 {
+		close(upCh)
+		return upCh, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(pingInterval)
+		defer tick.Stop()
+		for s.ping(ctx) != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		close(upCh)
+		s.log.Info("postgres restarted", "attempt", down.attempt, "down", time.Since(down.since).Round(time.Millisecond))
+	}()
+	return upCh, cancel
+}
+
+// wasUp reports whether a child's up channel from watchRestart is closed.
+func wasUp(up <-chan struct{}) bool {
+	select {
+	case <-up:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"log/slog"
 
+	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -24,11 +25,15 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir")
 	f.String(&c.NATSURL, "nats-url", "CHATD_NATS_URL", "", "external NATS URL(s); empty runs NATS in-process")
 	f.String(&c.NATSListen, "nats-listen", "CHATD_NATS_LISTEN", "", "open a TCP listener on the embedded NATS (e.g. 127.0.0.1:4222) so the nats CLI can inspect it")
-	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret; empty in embedded mode generates one in the data dir")
+	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret, at least 16 bytes; empty in embedded mode generates one in the data dir. Prefer setting it in the environment: a flag is visible to every local user in the process list")
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
 	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
 	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
-	f.String(&c.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it private")
+	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded")
+	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)")
+	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", api.DefaultMaxConnections, "open HTTP and WebSocket connections; one more is answered 503 (keep below the open-file limit)")
+	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, "on SIGTERM, answer /readyz 503 and keep serving this long before draining, so a load balancer stops sending new sockets first")
+	f.String(&c.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/, without cmdline) on this address, e.g. 127.0.0.1:6060; keep it private")
 
 	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "inbound queue; beyond it a send is rejected overloaded")
 	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 36, "messages per group-commit transaction")
@@ -37,6 +42,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, "read receipts per read-state transaction (group commit)")
 	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10_000_000, "how long a read-state batch waits to fill")
 	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, "largest message body")
+	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", node.DefaultMaxGroupMembers, "most members a group may have (checked on create and add); every message carries its members to the delivery stream")
 
 	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10_000_000_000, "delivery lease (AckWait): keep far above p99.9 delivery-to-ack latency")
 	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, "delivery attempts before a non-acking client is abandoned (close 4000)")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,9 +28,16 @@ func main() {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "chatd:", err)
+		fmt.Fprintln(os.Stderr, "chatd:", oneLine(err))
 		os.Exit(1)
 	}
+}
+
+// oneLine folds a multi-line error (pgx lists every address it tried on
+// its own line) into one line, so the failure reads as one message in a
+// terminal or a journal.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 func run(args []string) error {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,6 +52,18 @@ func (l *Limits) setDefaults() {
 	setDur(&l.IdleTimeout, 30*time.Second)
 }
 
+// MinJWTSecretBytes is the shortest HS256 secret a Server accepts: a
+// shorter one can be brute-forced from a single token.
+const MinJWTSecretBytes = 16
+
+// Defaults of the HTTP edge's limits (see Config). The read timeout stays
+// well under 15 s so a silent client is dropped quickly.
+const (
+	DefaultReadTimeout    = 10 * time.Second
+	DefaultMaxHeaderBytes = 4 << 10
+	DefaultMaxConnections = 10000
+)
+
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
 	// Listen is the address Run listens on. Zero means ":8080".
@@ -83,6 +96,23 @@ type Config struct {
 	// close the connection with 4008. Zero means 50 and 10 s.
 	AbuseRejects int
 	AbuseWindow  time.Duration
+	// ReadTimeout bounds reading one plain HTTP request, header and body:
+	// from accept for a connection's first request, from the first byte for
+	// a keep-alive connection's next one. A client that sends nothing or
+	// trickles its header is closed when it runs out. It does not apply to
+	// a WebSocket once upgraded (the idle reaper, Limits.IdleTimeout, is
+	// its read timeout). Zero means 10 s.
+	ReadTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers; larger gets 431.
+	// fasthttp reads them into a per-connection buffer that an upgraded
+	// WebSocket keeps for its life, so it costs memory per socket. Zero
+	// means 4 KiB: room for a token at VerifyToken's 2 KiB limit plus the
+	// other headers, so an oversized token is a 401, not a 431.
+	MaxHeaderBytes int
+	// MaxConnections caps the open TCP connections on the listener, plain
+	// and WebSocket alike; one more is answered 503 and closed. Keep it
+	// below the process's open-file limit. Zero means 10000.
+	MaxConnections int
 	// ShutdownTimeout bounds Run's shutdown after its context ends. Zero means 10 s.
 	ShutdownTimeout time.Duration
 	// AdminUsers may call the admin endpoints (GET /api/admin/outbox);
@@ -112,8 +142,8 @@ type Config struct {
 
 func (c *Config) setDefaults() error {
 	switch {
-	case len(c.JWTSecret) < 16:
-		return errors.New("api: Config.JWTSecret must be at least 16 bytes")
+	case len(c.JWTSecret) < MinJWTSecretBytes:
+		return fmt.Errorf("api: Config.JWTSecret must be at least %d bytes", MinJWTSecretBytes)
 	case c.Chats == nil:
 		return errors.New("api: Config.Chats is required")
 	case c.Ingest == nil:
@@ -135,6 +165,9 @@ func (c *Config) setDefaults() error {
 	setInt(&c.AbuseRejects, 50)
 	setDur(&c.AbuseWindow, 10*time.Second)
 	setDur(&c.ShutdownTimeout, 10*time.Second)
+	setDur(&c.ReadTimeout, DefaultReadTimeout)
+	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&c.MaxConnections, DefaultMaxConnections)
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}

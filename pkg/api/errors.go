@@ -12,9 +12,11 @@ import (
 const (
 	codeInvalid      = "invalid"
 	codeTooLarge     = "too_large"
+	codeTooMany      = "too_many_members"
 	codeForbidden    = "forbidden"
 	codeNotFound     = "not_found"
 	codeConflict     = "conflict"
+	codeCIDConflict  = "cid_conflict"
 	codeRateLimited  = "rate_limited"
 	codeOverloaded   = "overloaded"
 	codeUnavailable  = "unavailable"
@@ -30,12 +32,16 @@ func errorCode(err error) (code string, status int) {
 		// 400, not 413: the contract answers every bad body with 400; the
 		// code tells the client which rule it broke.
 		return codeTooLarge, fiber.StatusBadRequest
+	case errors.Is(err, chatd.ErrTooManyMembers):
+		return codeTooMany, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrInvalid):
 		return codeInvalid, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrForbidden):
 		return codeForbidden, fiber.StatusForbidden
 	case errors.Is(err, chatd.ErrNotFound):
 		return codeNotFound, fiber.StatusNotFound
+	case errors.Is(err, chatd.ErrCIDConflict):
+		return codeCIDConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrConflict):
 		return codeConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrRateLimited):
@@ -58,8 +64,10 @@ func rejectCode(err error) string {
 	switch code {
 	case codeInvalid, codeTooLarge, codeForbidden, codeNotFound, codeRateLimited:
 		return code
-	case codeConflict:
+	case codeConflict, codeCIDConflict:
 		return codeInvalid
+	case codeTooMany:
+		return codeTooLarge
 	}
 	return codeOverloaded
 }
@@ -85,7 +93,7 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 			c.Set(fiber.HeaderRetryAfter, "1")
 		}
 		if status == fiber.StatusInternalServerError {
-			s.log.Error("request failed", "method", c.Method(), "path", c.Route().Path, "err", err)
+			s.sampled.Error("request failed", "method", c.Method(), "path", c.Route().Path, "err", err)
 		} else {
 			s.log.Debug("request unavailable", "method", c.Method(), "path", c.Route().Path, "err", err)
 		}

@@ -16,6 +16,8 @@ type metrics struct {
 	closes      *prometheus.CounterVec // by close code
 	queueFull   *prometheus.CounterVec // outbound queue full, by frame type
 	responses   *prometheus.CounterVec // REST responses by status
+	httpConns   prometheus.Gauge       // open TCP connections on the listener
+	httpRefused prometheus.Counter     // connections refused over MaxConnections
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,6 +46,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		responses: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_http_responses_total", Help: "HTTP responses, by status code.",
 		}, []string{"status"}),
+		httpConns: f.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_http_connections", Help: "Open TCP connections on the HTTP listener, WebSockets included.",
+		}),
+		httpRefused: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_http_connections_refused_total", Help: "Connections answered 503 and closed because --max-connections were open.",
+		}),
 	}
 	return m
 }

@@ -12,9 +12,9 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 }
 
 // readyz is readiness: the dependencies Config.Ready checks are reachable
-// and the server is not shutting down.
+// and the server is not shutting down (see Unready).
 func (s *Server) readyz(c *fiber.Ctx) error {
-	if s.gw.closing() {
+	if s.unready.Load() || s.gw.closing() {
 		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
 	}
 	if s.cfg.Ready != nil {

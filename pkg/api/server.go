@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chatd/chatd/internal/logsample"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,13 +22,18 @@ import (
 // metrics on one Fiber app. Create it with New; Run or Serve it; Shutdown
 // closes every WebSocket with 1001 going away and then stops Fiber.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// sampled logs what can repeat for every request (a database outage).
+	sampled  *logsample.Sampler
 	app      *fiber.App
 	verifier *verifier
 	metrics  *metrics
 	rest     *userLimiter
 	gw       *gateway
+
+	// unready makes /readyz fail; set by Unready, first step of shutdown.
+	unready atomic.Bool
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -40,9 +47,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registry)
+	log := cfg.Logger.With("component", "api")
 	s := &Server{
 		cfg:      cfg,
-		log:      cfg.Logger.With("component", "api"),
+		log:      log,
+		sampled:  logsample.New(log, logsample.Config{}),
 		verifier: newVerifier(cfg.JWTSecret, cfg.Now),
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
@@ -56,10 +65,12 @@ func New(cfg Config) (*Server, error) {
 		Immutable:    true,
 		ErrorHandler: s.fiberErrors,
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
-		// Room for a token up to VerifyToken's 2 KiB limit plus the other
-		// headers, so an oversized token is a 401, not a 431. Kept no larger:
-		// fasthttp hands this buffer to a hijacked WebSocket for its life.
-		ReadBufferSize: 4 << 10,
+		// fasthttp's read buffer is the header limit (see MaxHeaderBytes).
+		ReadBufferSize: cfg.MaxHeaderBytes,
+		// fasthttp sets this deadline before reading each request and
+		// clears it when a WebSocket takes over the connection, so it
+		// bounds plain requests only.
+		ReadTimeout: cfg.ReadTimeout,
 		// A keep-alive connection waiting for its next request is closed
 		// after this; without it an idle client holds a connection (and a
 		// server goroutine) forever. WebSockets set their own deadlines.
@@ -102,6 +113,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on a listener the caller opened (tests use port 0).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.sampled.Flush()
+	ln = newLimitListener(ln, s.cfg.MaxConnections, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {
@@ -121,12 +134,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+// Unready makes /readyz answer 503 from now on while everything else keeps
+// serving. Call it first when shutting down, so a load balancer stops
+// sending new sockets before ingest drains and the sockets are closed.
+// Shutdown implies it. Safe for concurrent use.
+func (s *Server) Unready() { s.unready.Store(true) }
+
 // Shutdown refuses new WebSocket upgrades, closes every live WebSocket with
 // 1001 going away, waits for their handlers, then shuts Fiber down (which by
 // itself would leave hijacked WebSockets open). Later calls return the first
 // call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
+		s.Unready()
 		gerr := s.gw.shutdown(ctx)
 		ferr := s.app.ShutdownWithContext(ctx)
 		if ferr != nil {

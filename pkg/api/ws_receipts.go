@@ -72,7 +72,7 @@ func (m *readMarker) store(chat, upto string) {
 		if status < 500 {
 			s.reject("", code, err.Error())
 		} else {
-			s.log.Warn("store read state", "chat", chat, "err", err)
+			s.g.srv.sampled.Warn("store read state", "chat", chat, "err", err)
 		}
 		return
 	}

@@ -24,10 +24,11 @@ func count(t *testing.T, s *store.Store, table string) int {
 	return n
 }
 
-// Invariant 1 and G1: a batch whose transaction dies (its backend is killed
-// after the history and outbox inserts ran, before commit) leaves neither
-// history nor outbox rows, and none of its senders is told `accepted`.
-// The same cids resent afterwards are stored once, with seqs from 1.
+// docs/architecture.md, invariant 1 and G1: a batch whose transaction dies
+// (its backend is killed after the history and outbox inserts ran, before
+// commit) leaves neither history nor outbox rows, and none of its senders is
+// told `accepted`. The same cids resent afterwards are stored once, with seqs
+// from 1.
 func TestKilledBatchLeavesNothingAndAcceptsNobody(t *testing.T) {
 	s := mustStore(t)
 	chat := mustGroup(t, s, "alice", "bob")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,8 +32,10 @@ type Request struct {
 
 // Result is the outcome of one Request. Err is nil when the message is
 // durably accepted (Message holds its id, seq and ts); Duplicate reports a
-// resend of an already stored (From, CID), answered with the original.
-// Otherwise Err wraps chatd.ErrNotFound, chatd.ErrForbidden or
+// resend of an already stored (From, CID) for the same chat, answered with
+// the original. Otherwise Err wraps chatd.ErrNotFound, chatd.ErrForbidden,
+// chatd.ErrCIDConflict (the cid names a message of another chat),
+// chatd.ErrTooLarge (the envelope would exceed Config.MaxEnvelopeBytes) or
 // chatd.ErrUnavailable (the batch's transaction failed: resend with the same cid).
 type Result struct {
 	Message   chatd.Message
@@ -56,6 +59,15 @@ type Config struct {
 	Workers int
 	// MaxBodyBytes bounds a message body. Zero means 4096.
 	MaxBodyBytes int
+	// MaxEnvelopeBytes bounds a message's encoded stream envelope
+	// (chatd.Envelope.EncodedSize), checked in the committing transaction
+	// against the chat's members: over it a send fails with
+	// chatd.ErrTooLarge and nothing is stored. The node sets it to NATS's
+	// max payload less room for headers, because a message the broker
+	// refuses would stop the relay for every chat. New refuses a
+	// MaxBodyBytes whose worst case cannot fit even a 2-member chat.
+	// Zero means unchecked.
+	MaxEnvelopeBytes int
 	// CommitTimeout bounds one batch's transaction. Zero means 10 s.
 	CommitTimeout time.Duration
 	// OnCommit receives each committed batch's new (non-duplicate) messages
@@ -89,6 +101,9 @@ func (c *Config) setDefaults() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 4096
 	}
+	if err := c.checkEnvelopeFits(); err != nil {
+		return err
+	}
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = 10 * time.Second
 	}
@@ -99,6 +114,27 @@ func (c *Config) setDefaults() error {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// checkEnvelopeFits refuses a body limit that would let a message to a
+// 2-member chat (the smallest with a recipient) exceed the envelope limit:
+// such a setting can only produce refusals the client cannot predict.
+func (c *Config) checkEnvelopeFits() error {
+	if c.MaxEnvelopeBytes <= 0 {
+		return nil
+	}
+	worst := chatd.WorstCaseEnvelopeSize(c.MaxBodyBytes, 2)
+	if worst <= c.MaxEnvelopeBytes {
+		return nil
+	}
+	fits := (c.MaxEnvelopeBytes - chatd.WorstCaseEnvelopeSize(0, 2)) / 6
+	if fits < 1 {
+		return fmt.Errorf("ingest: the delivery stream takes messages of at most %d bytes, too small for any message: raise the NATS server's max_payload", c.MaxEnvelopeBytes)
+	}
+	return fmt.Errorf("ingest: a body of %d bytes (--max-body-bytes) can make a %d-byte message on the delivery stream "+
+		"(characters JSON escapes take 6 bytes each), over the %d bytes NATS takes less room for headers: "+
+		"set --max-body-bytes to at most %d, or raise the NATS server's max_payload",
+		c.MaxBodyBytes, worst, c.MaxEnvelopeBytes, fits)
 }
 
 // item is one queued send with its answer callback.
@@ -114,6 +150,8 @@ type Ingest struct {
 	queue   chan item
 	metrics *metrics
 	log     *slog.Logger
+	// sampled logs what can repeat for every batch (a database outage).
+	sampled *logsample.Sampler
 
 	mu     sync.RWMutex
 	closed bool // set once Run begins draining; guarded by mu
@@ -125,11 +163,13 @@ func New(cfg Config) (*Ingest, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registerer)
+	log := cfg.Logger.With("component", "ingest")
 	return &Ingest{
 		cfg:     cfg,
 		queue:   make(chan item, cfg.QueueSize),
 		metrics: m,
-		log:     cfg.Logger.With("component", "ingest"),
+		log:     log,
+		sampled: logsample.New(log, logsample.Config{}),
 	}, nil
 }
 
@@ -196,6 +236,7 @@ func (in *Ingest) validate(r Request) error {
 // everything already queued (bounded by CommitTimeout per batch) and returns
 // once every worker has exited.
 func (in *Ingest) Run(ctx context.Context) error {
+	defer in.sampled.Flush()
 	var wg sync.WaitGroup
 	for i := 0; i < in.cfg.Workers; i++ {
 		wg.Add(1)

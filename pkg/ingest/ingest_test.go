@@ -15,9 +15,10 @@ import (
 	"github.com/chatd/chatd/pkg/store"
 )
 
-// Invariant 5 through the whole accept path: 8 concurrent senders × 2,000
-// messages into one chat get seqs exactly 1..16,000, and a reader paging by
-// after_seq while they commit never skips one (seq order is commit order).
+// docs/architecture.md, invariant 5, through the whole accept path: 8
+// concurrent senders × 2,000 messages into one chat get seqs exactly 1..16,000,
+// and a reader paging by after_seq while they commit never skips one (seq order
+// is commit order).
 func TestConcurrentSendersGetGaplessSeqsAndReaderMissesNone(t *testing.T) {
 	const senders, each = 8, 2000
 	s := mustStore(t)

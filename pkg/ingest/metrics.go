@@ -56,6 +56,10 @@ func rejectLabel(err error) string {
 		return "not_found"
 	case errors.Is(err, chatd.ErrForbidden):
 		return "forbidden"
+	case errors.Is(err, chatd.ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, chatd.ErrCIDConflict):
+		return "cid_conflict"
 	}
 	return "other"
 }

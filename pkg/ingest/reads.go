@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/pkg/store"
 )
 
@@ -43,6 +44,8 @@ type Reads struct {
 	cfg   ReadsConfig
 	queue chan readReq
 	log   *slog.Logger
+	// sampled logs what can repeat for every batch (a database outage).
+	sampled *logsample.Sampler
 
 	mu     sync.RWMutex
 	closed bool // guarded by mu
@@ -73,7 +76,8 @@ func NewReads(cfg ReadsConfig) (*Reads, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Reads{cfg: cfg, queue: make(chan readReq, cfg.QueueSize), log: cfg.Logger.With("component", "reads")}, nil
+	log := cfg.Logger.With("component", "reads")
+	return &Reads{cfg: cfg, queue: make(chan readReq, cfg.QueueSize), log: log, sampled: logsample.New(log, logsample.Config{})}, nil
 }
 
 // MarkRead queues a receipt and waits for its batch to commit. It returns
@@ -110,6 +114,7 @@ func (r *Reads) enqueue(req readReq) error {
 // Run commits batches until ctx is done, then refuses new receipts, commits
 // those already queued and returns.
 func (r *Reads) Run(ctx context.Context) error {
+	defer r.sampled.Flush()
 	g := newGatherer(r.queue, r.cfg.BatchSize, r.cfg.BatchDelay)
 	batch := make([]readReq, 0, r.cfg.BatchSize)
 	for {
@@ -139,7 +144,7 @@ func (r *Reads) commit(batch []readReq) {
 	res, err := r.cfg.Store.MarkReadBatch(ctx, marks)
 	cancel()
 	if err != nil {
-		r.log.Warn("commit read receipts failed", "receipts", len(batch), "err", err)
+		r.sampled.Warn("commit read receipts failed", "receipts", len(batch), "err", err)
 		failed := store.ReadResult{Err: fmt.Errorf("store read state: %v: %w", err, chatd.ErrUnavailable)}
 		for _, req := range batch {
 			req.done <- failed

@@ -75,6 +75,8 @@ func (w *worker) commit() {
 			CID:    it.req.CID,
 			Body:   it.req.Body,
 			TS:     now,
+
+			MaxEnvelopeBytes: in.cfg.MaxEnvelopeBytes,
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CommitTimeout)
@@ -85,7 +87,7 @@ func (w *worker) commit() {
 	in.metrics.batchSize.Observe(float64(len(w.batch)))
 	if err != nil {
 		in.metrics.failedBatches.Inc()
-		in.log.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
+		in.sampled.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
 		failed := Result{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
 		for _, it := range w.batch {
 			it.done(failed)

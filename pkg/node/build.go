@@ -14,6 +14,11 @@ import (
 	"github.com/chatd/chatd/pkg/stream"
 )
 
+// streamHeaderRoom is what a stream message's headers may take of NATS's max
+// payload (which counts headers and data together): Nats-Msg-Id needs ~50
+// bytes; the rest is room for headers added later.
+const streamHeaderRoom = 4 << 10
+
 // build wires the components. Dependencies point one way: api sees ingest,
 // push and the store through its own small interfaces; ingest knows nothing
 // of push or the relay, only the OnCommit hook set here.
@@ -35,10 +40,16 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	// An envelope over the max payload would stop the relay for every chat:
+	// ingest refuses such a message before it is stored.
+	maxEnvelope := int(n.nc.MaxPayload()) - streamHeaderRoom
+	if maxEnvelope <= 0 {
+		return fmt.Errorf("nats max_payload %d leaves no room for messages: raise max_payload on the NATS server", n.nc.MaxPayload())
+	}
 	n.Ingest, err = ingest.New(ingest.Config{
 		Store: n.Store, QueueSize: cfg.QueueSize, BatchSize: cfg.BatchSize, BatchDelay: cfg.BatchDelay,
-		Workers: cfg.Workers, MaxBodyBytes: cfg.MaxBodyBytes, OnCommit: n.onCommit,
-		Logger: n.log, Registerer: n.reg,
+		Workers: cfg.Workers, MaxBodyBytes: cfg.MaxBodyBytes, MaxEnvelopeBytes: maxEnvelope,
+		OnCommit: n.onCommit, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err
@@ -60,6 +71,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		JWTSecret:      secret,
 		AllowedOrigins: cfg.AllowedOrigins,
 		AdminUsers:     cfg.AdminUsers,
+		ReadTimeout:    cfg.HTTPReadTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		MaxConnections: cfg.MaxConnections,
 		Limits: api.Limits{
 			Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts, MaxPending: cfg.MaxPending,
 			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,

@@ -12,14 +12,18 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 )
+
+// DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
+const DefaultMaxGroupMembers = store.DefaultMaxGroupMembers
 
 // DefaultNATSUnreachable is Config.NATSUnreachable's default, for flags.
 const DefaultNATSUnreachable = push.DefaultUnreachable
 
 // Config is everything a node needs. Zero values take the defaults of the
-// component they configure (DESIGN.md's table).
+// component they configure (docs/architecture.md, section 7 "Defaults").
 type Config struct {
 	// Listen is the HTTP address. Zero means 127.0.0.1:8080; port 0 picks one.
 	Listen string
@@ -42,6 +46,16 @@ type Config struct {
 	AllowedOrigins []string
 	// AdminUsers may read /api/admin/outbox.
 	AdminUsers []string
+	// HTTPReadTimeout, MaxHeaderBytes and MaxConnections bound the HTTP
+	// edge (see api.Config's ReadTimeout, MaxHeaderBytes, MaxConnections).
+	// Zero takes the api defaults: 10 s, 4 KiB, 10000.
+	HTTPReadTimeout time.Duration
+	MaxHeaderBytes  int
+	MaxConnections  int
+	// ShutdownDelay is how long shutdown waits after /readyz turns 503
+	// before it drains anything, so a load balancer that polls readiness
+	// stops sending new sockets first. Zero: no wait.
+	ShutdownDelay time.Duration
 	// DebugListen serves Go's profiler (/debug/pprof/) on this address.
 	// Empty: no profiler.
 	DebugListen string
@@ -51,6 +65,10 @@ type Config struct {
 	BatchDelay   time.Duration
 	Workers      int
 	MaxBodyBytes int
+	// MaxGroupMembers caps a group's size (store.Config.MaxGroupMembers):
+	// every message carries its chat's members to the delivery stream.
+	// Zero means DefaultMaxGroupMembers.
+	MaxGroupMembers int
 
 	ReadBatchSize  int
 	ReadBatchDelay time.Duration
@@ -101,8 +119,9 @@ func (c *Config) setDefaults() error {
 	if c.StreamMaxAge <= 0 {
 		c.StreamMaxAge = stream.DefaultMaxAge
 	}
-	// Invariant 4: a client recovers from history what live delivery gave up
-	// on, so history must outlive anything the delivery buffer still holds.
+	// docs/architecture.md, invariant 4: a client recovers from history what
+	// live delivery gave up on, so history must outlive anything the delivery
+	// buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
 	}

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Invariant 4: history must outlive the delivery buffer; a configuration
-// that breaks it is refused at start instead of losing messages later.
+// docs/architecture.md, invariant 4: history must outlive the delivery buffer;
+// a configuration that breaks it is refused at start instead of losing messages
+// later.
 func TestHistoryMustOutliveTheStream(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -57,3 +57,9 @@ func JWTSecret(cfg Config) ([]byte, error) {
 	}
 	return []byte(v), nil
 }
+
+// NATSNkeyFile is where embedded mode keeps the nkey seed its NATS requires
+// from every client (mode 0600): the nats CLI reads it with --nkey.
+func NATSNkeyFile(dataDir string) string {
+	return filepath.Join(dataDir, "nats-user.nk")
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
@@ -28,58 +29,81 @@ type Node struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	ln  net.Listener
+	// debugLn serves the profiler; nil unless Config.DebugListen is set.
+	debugLn net.Listener
 
 	pg   *embedded.Postgres // nil with an external database
 	nsrv *embedded.NATS     // nil with an external NATS
 	nc   *nats.Conn
 	js   jetstream.JetStream
 
-	Store    *store.Store
-	Ingest   *ingest.Ingest
-	Reads    *ingest.Reads
-	Relay    *stream.Relay
-	Push     *push.Registry
-	Reclaim  *reclaim.Reclaimer
-	API      *api.Server
-	nodeID   string
-	closeFns []func()
+	Store   *store.Store
+	Ingest  *ingest.Ingest
+	Reads   *ingest.Reads
+	Relay   *stream.Relay
+	Push    *push.Registry
+	Reclaim *reclaim.Reclaimer
+	API     *api.Server
+	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
+	outboxStats *outboxStats
+	nodeID      string
+	closeFns    []func()
 }
 
-// Start brings up the services and builds every component. On error it
-// tears down whatever it started. The caller must call Run (which owns
+// Start brings up the services and builds every component. It opens the
+// listeners first, so a busy port fails in a moment instead of after the
+// slow services started. On error it stops whatever it started and returns
+// an error that says what to do. The caller must call Run (which owns
 // shutdown) or, if it will not, Close.
-func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
-	defer func() {
-		if err != nil {
-			n.Close()
+	n := &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	// Not a named result: a failed start returns a nil *Node, and the
+	// cleanup must still reach the one that holds what was started.
+	if err := n.start(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	cfg := n.cfg
+	var err error
+	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
+	}
+	if cfg.DebugListen != "" {
+		if n.debugLn, err = net.Listen("tcp", cfg.DebugListen); err != nil {
+			return fmt.Errorf("listen on %s: %w (pick another --debug-listen)", cfg.DebugListen, err)
 		}
-	}()
+	}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if n.nodeID, err = n.resolveNodeID(); err != nil {
-		return nil, err
+		return err
 	}
 	secret, err := JWTSecret(cfg)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	// Checked here, before the slow services, though api.New checks it too.
+	if len(secret) < api.MinJWTSecretBytes {
+		return fmt.Errorf("the JWT secret (--jwt-secret) is %d bytes, want at least %d random bytes (e.g. openssl rand -hex 32); pass it in CHATD_JWT_SECRET rather than the flag, which any local user can read in the process list",
+			len(secret), api.MinJWTSecretBytes)
 	}
 	if err := n.startDatabase(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.startNATS(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.build(ctx, secret); err != nil {
-		return nil, err
+		return err
 	}
 	n.registerOutboxGauges()
-	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
-	}
-	return n, nil
+	return nil
 }
 
 func (n *Node) resolveNodeID() (string, error) {
@@ -109,8 +133,13 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		}
 		dsn = pg.DSN("chatd")
 	}
-	st, err := store.Open(ctx, dsn, store.Config{Logger: n.log})
+	st, err := store.Open(ctx, dsn, store.Config{
+		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
+	})
 	if err != nil {
+		if n.cfg.DatabaseURL != "" {
+			return fmt.Errorf("open database: %w (is PostgreSQL up and reachable? check --database-url / CHATD_DATABASE_URL)", err)
+		}
 		return fmt.Errorf("open database: %w", err)
 	}
 	n.Store = st
@@ -121,9 +150,12 @@ func (n *Node) startDatabase(ctx context.Context) error {
 func (n *Node) startNATS() error {
 	var err error
 	if n.cfg.NATSURL == "" {
+		// Always authenticated, listener or not: --nats-listen then never
+		// opens a port that lets anyone forge envelopes or purge the stream.
 		n.nsrv, err = embedded.StartNATS(embedded.NATSConfig{
 			StoreDir: filepath.Join(n.cfg.DataDir, "nats"),
 			Listen:   n.cfg.NATSListen,
+			NkeyFile: NATSNkeyFile(n.cfg.DataDir),
 			Logger:   n.log,
 		})
 		if err != nil {
@@ -132,7 +164,14 @@ func (n *Node) startNATS() error {
 		n.closeFns = append(n.closeFns, n.nsrv.Shutdown)
 		n.nc, err = n.nsrv.Connect(nats.Name("chatd " + n.nodeID))
 	} else {
-		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1))
+		// A short reconnect wait: after a server restart or a failover the
+		// relay and push resume within about a second, not after nats.go's
+		// default 2 s pause per server in the list.
+		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1),
+			nats.ReconnectWait(250*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("connect to nats: %w (is NATS up and reachable? check --nats-url / CHATD_NATS_URL)", err)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("connect to nats: %w", err)
@@ -151,6 +190,9 @@ func (n *Node) Close() {
 	if n.ln != nil {
 		_ = n.ln.Close()
 	}
+	if n.debugLn != nil {
+		_ = n.debugLn.Close()
+	}
 	for i := len(n.closeFns) - 1; i >= 0; i-- {
 		n.closeFns[i]()
 	}
@@ -159,6 +201,14 @@ func (n *Node) Close() {
 
 // Addr is the HTTP address the node listens on.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// DebugAddr is the profiler's address, empty without Config.DebugListen.
+func (n *Node) DebugAddr() string {
+	if n.debugLn == nil {
+		return ""
+	}
+	return n.debugLn.Addr().String()
+}
 
 // URL is the node's base HTTP URL.
 func (n *Node) URL() string { return "http://" + n.Addr() }

@@ -38,7 +38,8 @@ func (s *stage) stop() {
 }
 
 // Run serves until ctx ends or a component fails, then shuts down in the
-// order that loses nothing: stop taking sends and commit what is queued
+// order that loses nothing: fail /readyz and wait Config.ShutdownDelay
+// (everything still serving), stop taking sends and commit what is queued
 // (ingest), stop the relay, push and reclaim, close every socket with a
 // going-away frame and stop HTTP, then the store and the embedded services.
 // It returns the first component failure, or nil.
@@ -53,6 +54,7 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
 	deliver.start(failed, "retention", n.pruneHistory)
+	deliver.start(failed, "outbox stats", n.outboxStats.run)
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}
@@ -64,12 +66,27 @@ func (n *Node) Run(ctx context.Context) error {
 	case err = <-failed:
 		n.log.Error("component failed; shutting down", "err", err)
 	}
-	n.log.Info("shutting down")
+	// Unready first: a load balancer stops sending new sockets while
+	// everything still works, then (after the delay) ingest drains.
+	n.API.Unready()
+	n.log.Info("shutting down", "delay", n.cfg.ShutdownDelay)
+	n.waitShutdownDelay()
 	accept.stop()
 	deliver.stop()
 	web.stop()
 	n.log.Info("stopped")
 	return err
+}
+
+// waitShutdownDelay waits Config.ShutdownDelay. A second signal during it
+// aborts the process (cmd/chatd restores the default signal action).
+func (n *Node) waitShutdownDelay() {
+	if n.cfg.ShutdownDelay <= 0 {
+		return
+	}
+	t := time.NewTimer(n.cfg.ShutdownDelay)
+	defer t.Stop()
+	<-t.C
 }
 
 // pruneHistory deletes history past its retention once an hour.

@@ -15,7 +15,7 @@ import (
 const DefaultUnreachable = 8 * time.Second
 
 // Config configures a Registry. Zero values take the documented defaults
-// (DESIGN.md's table).
+// (docs/architecture.md, section 7 "Defaults").
 type Config struct {
 	// NodeID names this node's durable consumer ("push-<NodeID>"). Required;
 	// stable across restarts so a restarted node resumes its consumer.
@@ -30,8 +30,9 @@ type Config struct {
 	// MaxAttempts is how many times a message is sent to a recipient: after
 	// the last attempt's lease expires un-acked, the recipient is abandoned
 	// (closed, it resyncs from history). The consumer's MaxDeliver is one
-	// more (DESIGN.md): the extra delivery is never sent, it only makes sure
-	// the abandon happens before JetStream gives the message up. Zero means 3.
+	// more (docs/architecture.md, invariant 2): the extra delivery is never
+	// sent, it only makes sure the abandon happens before JetStream gives the
+	// message up. Zero means 3.
 	MaxAttempts int
 	// MaxPending is how many stream messages one connection may hold
 	// un-acked; one more and it is closed as overloaded. Zero means 20.

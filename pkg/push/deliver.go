@@ -47,13 +47,13 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 func (r *Registry) handle(msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		r.log.Error("stream message without metadata; terminating it", "err", err)
+		r.sampled.Error("stream message without metadata; terminating it", "err", err)
 		_ = msg.Term()
 		return
 	}
 	var env chatd.Envelope
 	if err := json.Unmarshal(msg.Data(), &env); err != nil || env.Message.ID == "" {
-		r.log.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
+		r.sampled.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
 		_ = msg.TermWithReason("undecodable envelope")
 		return
 	}
@@ -65,7 +65,7 @@ func (r *Registry) handle(msg jetstream.Msg) {
 	ackNow, over := r.deliver(msg, meta, &env)
 	if ackNow {
 		if err := msg.Ack(); err != nil {
-			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 	// The overload reaper: a connection holding more than MaxPending
@@ -192,8 +192,9 @@ func (r *Registry) Ack(c Conn, ids []string) {
 // withdrawal acks the message once nobody waits; if nobody was waiting (the
 // reaper was first, or the node restarted since) it is acked here. Either
 // way the ack floor passes the message only after its recipients were
-// withdrawn (invariant 2). This delivery also arrives when the last attempt
-// itself never reached this node, so a lost delivery cannot leave a pin behind.
+// withdrawn (docs/architecture.md, invariant 2). This delivery also arrives
+// when the last attempt itself never reached this node, so a lost delivery
+// cannot leave a pin behind.
 func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *chatd.Envelope) {
 	var victims []Conn
 	waiting := 0
@@ -217,7 +218,7 @@ func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	}
 	if waiting == 0 {
 		if err := msg.Ack(); err != nil {
-			r.log.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 }

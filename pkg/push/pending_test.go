@@ -3,7 +3,8 @@ package push
 import "testing"
 
 // The pin is the minimum of the pending set: an out-of-order ack never lifts
-// it past a gap (invariant 2). White-box because the set is internal.
+// it past a gap (docs/architecture.md, invariant 2). White-box because the set
+// is internal.
 func TestPendingPinStaysAtGap(t *testing.T) {
 	p := make(pendingSet)
 	if _, ok := p.pin(); ok {

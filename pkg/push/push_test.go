@@ -22,8 +22,9 @@ func ackFloor(t *testing.T, e *env, node string) uint64 {
 	return info.AckFloor.Stream
 }
 
-// Invariant 2: ack 3 while 1 is pending → the pin stays at 1 and the purge
-// never passes it; acking 1 lets the floor rise exactly to the next gap.
+// docs/architecture.md, invariant 2: ack 3 while 1 is pending → the pin stays
+// at 1 and the purge never passes it; acking 1 lets the floor rise exactly to
+// the next gap.
 func TestOutOfOrderAckKeepsPinAndPurgeBelowIt(t *testing.T) {
 	e := mustEnv(t)
 	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -45,8 +46,10 @@ type delivery struct {
 // flight. It is safe for concurrent use. pkg/api attaches, detaches and acks
 // connections; the consumer (Run) and the fast path feed it messages.
 type Registry struct {
-	cfg     Config
-	log     *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// sampled logs what can repeat for every message (a NATS outage).
+	sampled *logsample.Sampler
 	metrics *metrics
 
 	mu         sync.Mutex
@@ -76,9 +79,11 @@ func New(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registerer)
+	log := cfg.Logger.With("component", "push", "node", cfg.NodeID)
 	r := &Registry{
 		cfg:        cfg,
-		log:        cfg.Logger.With("component", "push", "node", cfg.NodeID),
+		log:        log,
+		sampled:    logsample.New(log, logsample.Config{}),
 		metrics:    m,
 		sessions:   make(map[sessionKey]*session),
 		byUser:     make(map[string][]*session),
@@ -172,8 +177,9 @@ func (r *Registry) currentLocked(c Conn) *session {
 // withdrawLocked unregisters s and drops its whole pending set. It is a
 // withdrawal, never an ack on the client's behalf: the stream message is
 // acked only when no other local recipient still waits for it, and the
-// withdrawn client recovers from history (invariants 2 and 3). It returns
-// the stream messages that became fully done, to ack outside the lock.
+// withdrawn client recovers from history (docs/architecture.md, invariants
+// 2 and 3). It returns the stream messages that became fully done, to ack
+// outside the lock.
 func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 	key := sessionKey{s.conn.User(), s.conn.Device()}
 	delete(r.sessions, key)
@@ -215,7 +221,7 @@ func (r *Registry) finishLocked(d *delivery) jetstream.Msg {
 func (r *Registry) ackAll(msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		if err := m.Ack(); err != nil {
-			r.log.Warn("ack stream message", "err", err)
+			r.sampled.Warn("ack stream message", "err", err)
 		}
 	}
 }

@@ -31,6 +31,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	if r.cfg.JS == nil {
 		return errors.New("push: Config.JS is required to run")
 	}
+	defer r.sampled.Flush()
 	defer func() {
 		r.mu.Lock()
 		r.health = healthStarting // a stopped consumer feeds nobody
@@ -117,7 +118,7 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	w.cc, err = cons.Consume(r.handle,
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			r.log.Warn("consume", "err", err)
+			r.sampled.Warn("consume", "err", err)
 			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 				errors.Is(err, jetstream.ErrNoHeartbeat) {
 				select {

@@ -17,11 +17,16 @@ import (
 
 // CreateGroupChat creates a group chat with a new ULID id. The creator is
 // always a member; members are deduplicated. A bad user id or a title over
-// chatd.MaxTitleLen (or not UTF-8) is chatd.ErrInvalid.
+// chatd.MaxTitleLen (or not UTF-8) is chatd.ErrInvalid; more members, the
+// creator included, than Config.MaxGroupMembers is chatd.ErrTooManyMembers.
 func (s *Store) CreateGroupChat(ctx context.Context, creator, title string, members []string) (chatd.Chat, error) {
 	all, err := memberSet(creator, members)
 	if err != nil {
 		return chatd.Chat{}, fmt.Errorf("create group chat: %w", err)
+	}
+	if len(all) > s.maxGroupMembers {
+		return chatd.Chat{}, fmt.Errorf("create group chat: %d members, the creator included; a group may have at most %d: %w",
+			len(all), s.maxGroupMembers, chatd.ErrTooManyMembers)
 	}
 	if len(title) > chatd.MaxTitleLen || !utf8.ValidString(title) {
 		return chatd.Chat{}, fmt.Errorf("create group chat: title: %w", chatd.ErrInvalid)
@@ -180,13 +185,25 @@ func isMember(ctx context.Context, q querier, chatID, user string) error {
 
 // AddMember adds user to a group chat on behalf of actor, who must be a
 // member (chatd.ErrForbidden). Adding a present member changes nothing.
-// Direct chats refuse with chatd.ErrConflict. It returns the updated chat.
+// Direct chats refuse with chatd.ErrConflict, a full group (Config.
+// MaxGroupMembers) with chatd.ErrTooManyMembers. It returns the updated chat.
 func (s *Store) AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error) {
 	if !chatd.ValidUserID(user) {
 		return chatd.Chat{}, fmt.Errorf("add member %q: %w", user, chatd.ErrInvalid)
 	}
 	var c chatd.Chat
 	err := s.changeMembers(ctx, chatID, actor, func(tx pgx.Tx) error {
+		// The chat row is locked: no concurrent add can pass the count too.
+		var n int
+		var present bool
+		if err := tx.QueryRow(ctx, `select count(*), coalesce(bool_or(user_id = $2), false)
+			from members where chat_id = $1`, chatID, user).Scan(&n, &present); err != nil {
+			return err
+		}
+		if !present && n >= s.maxGroupMembers {
+			return fmt.Errorf("chat %s has %d members, the most a group may have: remove one first: %w",
+				chatID, n, chatd.ErrTooManyMembers)
+		}
 		if _, err := tx.Exec(ctx, `insert into members (chat_id, user_id) values ($1, $2)
 			on conflict do nothing`, chatID, user); err != nil {
 			return err
@@ -242,3 +259,29 @@ func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change 
 // microsecond precision (what timestamptz keeps), so a value handed back at
 // acceptance equals the one read from history later.
 func timeUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// SetChatRetention sets how long the chat's history is kept; 0 restores the
+// server default. A retention shorter than Config.MinChatRetention (the
+// delivery stream's max age) is chatd.ErrInvalid: a message the stream still
+// holds, or a recipient may still need to recover, would be gone from
+// history. An unknown chat is chatd.ErrNotFound. It does not check who asks.
+func (s *Store) SetChatRetention(ctx context.Context, chatID string, retention time.Duration) error {
+	if retention < 0 || (retention > 0 && retention < s.minChatRetention) {
+		return fmt.Errorf("chat retention %v is shorter than the delivery stream's max age %v: set at least %v, or 0 for the server default: %w",
+			retention, s.minChatRetention, s.minChatRetention, chatd.ErrInvalid)
+	}
+	var arg *int64 // null: the server default
+	if retention > 0 {
+		us := retention.Microseconds()
+		arg = &us
+	}
+	tag, err := s.pool.Exec(ctx,
+		`update chats set retention = $2::bigint * interval '1 microsecond' where id = $1`, chatID, arg)
+	if err != nil {
+		return fmt.Errorf("set retention of %s: %w", chatID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("chat %s: %w", chatID, chatd.ErrNotFound)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,12 @@ type Send struct {
 	CID    string
 	Body   string
 	TS     time.Time
+	// MaxEnvelopeBytes bounds the send's encoded stream envelope (see
+	// chatd.Envelope.EncodedSize), checked with the chat's members as they
+	// are at commit; over it the send is refused with chatd.ErrTooLarge.
+	// A message the broker refuses would stop the relay at its row for every
+	// chat. 0 means unchecked.
+	MaxEnvelopeBytes int
 }
 
 // Accepted is a stored message. For a Duplicate, Message is the original as
@@ -37,8 +44,10 @@ type Accepted struct {
 }
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
-// (unknown chat) or chatd.ErrForbidden (sender not a member); the message was
-// not stored and Accepted is zero.
+// (unknown chat), chatd.ErrForbidden (sender not a member),
+// chatd.ErrCIDConflict (the cid names the sender's message in another chat)
+// or chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes);
+// the message was not stored and Accepted is zero.
 type Outcome struct {
 	Accepted
 	Err error
@@ -52,16 +61,19 @@ const notifyChannel = "chatd_outbox"
 // concurrently: batches lock their chats in id order, so they cannot deadlock
 // on chat rows.
 //
-// A send whose (From, CID) is already stored, or appears earlier in the same
-// batch, is a Duplicate of the original. Every other accepted send gets the
-// next seq of its chat (gapless, in commit order: invariant 5), a history row
-// and then its outbox row with the chat's members frozen as recipients
-// (invariant 1), and the relays are notified.
+// A send whose (From, CID) is already stored for the same chat, or was
+// accepted earlier in the same batch, is a Duplicate of the original; the
+// same (From, CID) for another chat is refused with chatd.ErrCIDConflict.
+// Every other accepted send gets the next seq of its chat (gapless, in commit
+// order: docs/architecture.md, invariant 5), a history row and then its outbox
+// row with the chat's members frozen as recipients (invariant 1), and the
+// relays are notified.
 //
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
 // same cids is always safe). A unique violation on (sender, cid) from a
-// concurrent batch is retried once, so the retry reports the duplicate.
+// concurrent batch is retried once, so the retry reports the duplicate (or,
+// for another chat, the conflict).
 func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error) {
 	if len(sends) == 0 {
 		return nil, nil
@@ -123,6 +135,8 @@ type commitPlan struct {
 	existing map[sendKey]chatd.Message // already stored (step a)
 	lastSeq  map[string]int64          // locked chats and their counters (step b)
 	members  map[string][]string       // sorted members of each locked chat (step c)
+
+	recipientsSize map[string]int // encoded size of each chat's members, for checkEnvelope
 
 	fresh []int // indexes of sends to insert, in batch order
 	dupOf []int // dupOf[i] = j when send i repeats an earlier send j of this batch; else -1
@@ -233,14 +247,21 @@ func (p *commitPlan) assign() {
 		p.dupOf[i] = -1
 		k := sendKey{snd.From, snd.CID}
 		if m, ok := p.existing[k]; ok {
+			if m.Chat != snd.Chat {
+				p.out[i].Err = cidConflict(snd)
+				continue
+			}
 			p.out[i].Accepted = Accepted{Message: m, Duplicate: true}
 			continue
 		}
 		if j, ok := first[k]; ok {
+			if p.sends[j].Chat != snd.Chat {
+				p.out[i].Err = cidConflict(snd)
+				continue
+			}
 			p.dupOf[i] = j
 			continue
 		}
-		first[k] = i
 		last, ok := p.lastSeq[snd.Chat]
 		if !ok {
 			p.out[i].Err = fmt.Errorf("chat %s: %w", snd.Chat, chatd.ErrNotFound)
@@ -251,6 +272,13 @@ func (p *commitPlan) assign() {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
 			continue
 		}
+		if err := p.checkEnvelope(snd, last+1, mem); err != nil {
+			p.out[i].Err = err
+			continue
+		}
+		// Only an accepted send claims its cid in this batch: a refused one
+		// stores nothing, so its cid stays free, as it would across batches.
+		first[k] = i
 		last++
 		p.lastSeq[snd.Chat] = last
 		p.out[i].Accepted = Accepted{
@@ -264,10 +292,11 @@ func (p *commitPlan) assign() {
 	}
 }
 
-// insert writes history rows, then their outbox rows (invariant 1: an outbox
-// row never exists without its history row), raises the chats' last_seq and
-// notifies the relays, in one pipelined round trip. Arrays through unnest
-// beat COPY and per-row statements here (issue 3's measurements).
+// insert writes history rows, then their outbox rows (docs/architecture.md,
+// invariant 1: an outbox row never exists without its history row), raises
+// the chats' last_seq and notifies the relays, in one pipelined round trip.
+// Arrays through unnest beat COPY and per-row statements here (issue 3's
+// measurements).
 func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	c := p.columns()
 	b := &pgx.Batch{}
@@ -360,17 +389,52 @@ func (p *commitPlan) columns() insertColumns {
 	return c
 }
 
-// resolveDuplicates answers the repeats inside the batch with the outcome of
-// their first occurrence, marked Duplicate when that one was accepted.
+// checkEnvelope refuses a send whose stream envelope would be over its
+// limit. It sizes the envelope the relay will publish, with the largest
+// outbox id (not known before insert) and the seq it would take.
+func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) error {
+	if snd.MaxEnvelopeBytes <= 0 {
+		return nil
+	}
+	// A big group's member list is measured once per batch, not per send.
+	toSize, ok := p.recipientsSize[snd.Chat]
+	if !ok {
+		if p.recipientsSize == nil {
+			p.recipientsSize = make(map[string]int, len(p.chatIDs))
+		}
+		toSize = chatd.JSONListSize(recipients)
+		p.recipientsSize[snd.Chat] = toSize
+	}
+	e := chatd.Envelope{
+		OutboxID: math.MaxInt64,
+		Message: chatd.Message{
+			ID: snd.ID, CID: snd.CID, Chat: snd.Chat, From: snd.From, Body: snd.Body,
+			Seq: seq, TS: timeUTC(snd.TS),
+		},
+		Device: snd.Device,
+	}
+	if n := e.EncodedSizeWithRecipients(toSize); n > snd.MaxEnvelopeBytes {
+		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
+			"send a shorter body (control characters and < > & count 6 bytes each): %w",
+			n, len(recipients), snd.MaxEnvelopeBytes, chatd.ErrTooLarge)
+	}
+	return nil
+}
+
+// cidConflict refuses a send whose (sender, cid) names a message of another
+// chat. Answering it with that message would tell the sender that a message
+// its chat's members never get was accepted (issue 8, item 9).
+func cidConflict(snd *Send) error {
+	return fmt.Errorf("cid %q was already used by %s for another chat: give each new message a new cid: %w",
+		snd.CID, snd.From, chatd.ErrCIDConflict)
+}
+
+// resolveDuplicates answers the repeats inside the batch with the message of
+// their first occurrence (always an accepted one), marked Duplicate.
 func (p *commitPlan) resolveDuplicates() {
 	for i, j := range p.dupOf {
-		if j < 0 {
-			continue
+		if j >= 0 {
+			p.out[i].Accepted = Accepted{Message: p.out[j].Message, Duplicate: true}
 		}
-		if p.out[j].Err != nil {
-			p.out[i].Err = p.out[j].Err
-			continue
-		}
-		p.out[i].Accepted = Accepted{Message: p.out[j].Message, Duplicate: true}
 	}
 }

@@ -104,10 +104,12 @@ func readResult(mk ReadMark, chatExists, member bool, seq int64) ReadResult {
 }
 
 // PruneHistory deletes messages older than their chat's retention (the
-// chat's override, else defaultRetention) as of now, and returns how many it
-// deleted. Their outbox rows, if any are left, go with them (the cascade:
-// retention is never blocked by the outbox). It deletes in chunks so that no
-// single statement holds locks for long.
+// chat's override, else defaultRetention, and never less than
+// Config.MinChatRetention) as of now, and returns how many it deleted.
+// A message that still has an outbox row (accepted, not yet relayed) is
+// kept whatever its age: deleting it would lose it for every recipient; it
+// goes on a later run, after the relay published it. It deletes in chunks so
+// that no single statement holds locks for long.
 func (s *Store) PruneHistory(ctx context.Context, defaultRetention time.Duration, now time.Time) (int64, error) {
 	const chunk = 5000
 	var total int64
@@ -115,9 +117,13 @@ func (s *Store) PruneHistory(ctx context.Context, defaultRetention time.Duration
 		tag, err := s.pool.Exec(ctx, `
 			delete from history where id in (
 				select h.id from history h join chats c on c.id = h.chat_id
-				where h.created_at < $2::timestamptz - coalesce(c.retention, $1::bigint * interval '1 microsecond')
+				where h.created_at < $2::timestamptz - greatest(
+					coalesce(c.retention, $1::bigint * interval '1 microsecond'),
+					$4::bigint * interval '1 microsecond')
+				  -- unrelayed: the outbox's foreign key would refuse it anyway
+				  and not exists (select 1 from outbox o where o.history_id = h.id)
 				limit $3)`,
-			defaultRetention.Microseconds(), now, chunk)
+			defaultRetention.Microseconds(), now, chunk, s.minChatRetention.Microseconds())
 		if err != nil {
 			return total, fmt.Errorf("prune history: %w", err)
 		}

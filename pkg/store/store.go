@@ -3,14 +3,15 @@
 // relay drains, read state and retention.
 //
 // A Store is safe for concurrent use. All durable truth of chatd lives here;
-// the invariants of DESIGN.md that the database keeps are named where the
-// code keeps them.
+// the invariants of docs/architecture.md that the database keeps are named
+// where the code keeps them.
 package store
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -18,12 +19,28 @@ import (
 // DefaultMaxConns is the pool size when Config.MaxConns is zero.
 const DefaultMaxConns = 16
 
+// DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers
+// is zero. Every message of a group carries its member list to the delivery
+// stream, so the cap bounds the envelope: 1000 ids of 64 bytes are ~67 KB,
+// well inside NATS's default 1 MB max payload beside a maximal body.
+const DefaultMaxGroupMembers = 1000
+
 // Config tunes a Store. The zero value is usable.
 type Config struct {
 	// MaxConns caps the connection pool. 0 means DefaultMaxConns. The
 	// dedicated connections of ListenOutbox and a held RelayLock are not
 	// counted against it.
 	MaxConns int32
+	// MaxGroupMembers caps a group's size, checked when it is created and
+	// when a member is added (chatd.ErrTooManyMembers). 0 means
+	// DefaultMaxGroupMembers. Groups already larger keep their members.
+	MaxGroupMembers int
+	// MinChatRetention is the shortest history retention a chat may have:
+	// the node sets it to the delivery stream's max age, so that anything
+	// the stream still holds stays recoverable from history
+	// (docs/architecture.md, invariant 4). SetChatRetention refuses less, and
+	// PruneHistory never keeps less. 0 means no floor.
+	MinChatRetention time.Duration
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -32,8 +49,10 @@ type Config struct {
 // Store is a handle on chatd's PostgreSQL database. Create it with Open and
 // release it with Close.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool             *pgxpool.Pool
+	log              *slog.Logger
+	minChatRetention time.Duration
+	maxGroupMembers  int
 }
 
 // Open connects to the database at dsn and applies every pending migration
@@ -57,7 +76,13 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{pool: pool, log: log.With("component", "store")}
+	s := &Store{
+		pool: pool, log: log.With("component", "store"),
+		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
+	}
+	if s.maxGroupMembers <= 0 {
+		s.maxGroupMembers = DefaultMaxGroupMembers
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)

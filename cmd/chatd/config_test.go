@@ -1,0 +1,47 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The HTTP edge's limits and the shutdown delay reach the node's Config
+// from flags, and from the environment when no flag is given.
+func TestEdgeFlags(t *testing.T) {
+	t.Setenv("CHATD_MAX_CONNECTIONS", "7")
+	t.Setenv("CHATD_SHUTDOWN_DELAY", "4s")
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := registerFlags(fs, &s)
+	if err := fs.Parse([]string{"--http-read-timeout", "3s", "--max-header-bytes", "8192"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.errs) > 0 {
+		t.Fatal(f.errs)
+	}
+	c := s.node
+	if c.HTTPReadTimeout != 3*time.Second || c.MaxHeaderBytes != 8192 || c.MaxConnections != 7 || c.ShutdownDelay != 4*time.Second {
+		t.Fatalf("got read timeout %v, header bytes %d, max connections %d, shutdown delay %v; want 3s, 8192, 7, 4s",
+			c.HTTPReadTimeout, c.MaxHeaderBytes, c.MaxConnections, c.ShutdownDelay)
+	}
+}
+
+// The read timeout's default keeps a silent client's connection under 15 s.
+func TestReadTimeoutDefaultIsShort(t *testing.T) {
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	registerFlags(fs, &s)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.node.HTTPReadTimeout; d <= 0 || d >= 15*time.Second {
+		t.Fatalf("default --http-read-timeout %v, want above 0 and under 15s", d)
+	}
+}

@@ -1,0 +1,120 @@
+package chatd
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// EncodedSize returns the length in bytes of e encoded by encoding/json, the
+// form the relay publishes, without encoding it. Acceptance checks it against
+// the broker's largest message before commit: an envelope the broker refuses
+// would stop the relay at that row for every chat. The unit tests hold it
+// equal to len(json.Marshal(e)), field by field.
+func (e *Envelope) EncodedSize() int {
+	return e.EncodedSizeWithRecipients(JSONListSize(e.Recipients))
+}
+
+// EncodedSizeWithRecipients is EncodedSize with the encoded size of the
+// recipients given (JSONListSize of them) instead of read from e.Recipients,
+// so that a batch sizing many envelopes for one large chat measures its
+// member list once.
+func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
+	m := &e.Message
+	n := len(`{"outbox_id":,"msg":{"id":,"cid":,"chat":,"from":,"body":,"seq":,"ts":},"device":,"to":}`)
+	n += intSize(e.OutboxID) + intSize(m.Seq) + timeSize(m.TS)
+	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
+		JSONStringSize(m.From) + JSONStringSize(m.Body) + JSONStringSize(e.Device)
+	return n + recipientsSize
+}
+
+// WorstCaseEnvelopeSize is the largest envelope a message of at most
+// maxBodyBytes to members recipients can make: every id at its longest, the
+// largest outbox id and seq, and a body of characters that JSON escapes six
+// times over (control characters, <, > and &). It grows by 6 per body byte.
+func WorstCaseEnvelopeSize(maxBodyBytes, members int) int {
+	id := strings.Repeat("x", max(MaxUserIDLen, MaxDeviceIDLen, MaxCIDLen, MaxChatIDLen))
+	to := make([]string, members)
+	for i := range to {
+		to[i] = id[:MaxUserIDLen]
+	}
+	e := Envelope{
+		OutboxID: math.MaxInt64,
+		Message: Message{
+			ID: id[:26], CID: id[:MaxCIDLen], Chat: id[:MaxChatIDLen], From: id[:MaxUserIDLen],
+			Seq: math.MaxInt64, TS: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		},
+		Device:     id[:MaxDeviceIDLen],
+		Recipients: to,
+	}
+	return e.EncodedSize() + 6*maxBodyBytes
+}
+
+// JSONStringSize returns the length of s encoded as a JSON string by
+// encoding/json (with its HTML escaping), quotes included.
+func JSONStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			n += int(asciiJSONSize[b])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6 // \ufffd
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// asciiJSONSize is the encoded length of each ASCII byte: 2 for the short
+// escapes, 6 for \u00XX (other control characters, and <, > and & that
+// encoding/json escapes for HTML), else 1. A table keeps the per-byte cost
+// to one load: this runs per send inside the committing transaction.
+var asciiJSONSize = func() (t [utf8.RuneSelf]uint8) {
+	for b := range t {
+		switch {
+		case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+			t[b] = 2
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			t[b] = 6
+		default:
+			t[b] = 1
+		}
+	}
+	return t
+}()
+
+// JSONListSize returns the length of ss encoded as a JSON array of strings
+// by encoding/json (null when ss is nil).
+func JSONListSize(ss []string) int {
+	if ss == nil {
+		return len("null")
+	}
+	n := 2 + max(len(ss)-1, 0) // brackets and commas
+	for _, s := range ss {
+		n += JSONStringSize(s)
+	}
+	return n
+}
+
+func intSize(v int64) int {
+	var buf [20]byte
+	return len(strconv.AppendInt(buf[:0], v, 10))
+}
+
+// timeSize is the encoded length of a time.Time: RFC 3339 with nanoseconds,
+// quoted, as time.Time.MarshalJSON writes it.
+func timeSize(t time.Time) int {
+	var buf [64]byte
+	return len(t.AppendFormat(buf[:0], time.RFC3339Nano)) + 2
+}

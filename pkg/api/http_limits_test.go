@@ -1,0 +1,239 @@
+package api_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// closeBound is the most a silent or trickling client may hold a
+// connection with the default timeouts (issue 8, item 2).
+const closeBound = 15 * time.Second
+
+func (e *env) addr() string { return strings.TrimPrefix(e.base, "http://") }
+
+// waitClosed reads c until the server closes it and fails t unless that
+// happens within bound.
+func waitClosed(t *testing.T, c net.Conn, start time.Time, bound time.Duration) {
+	t.Helper()
+	_ = c.SetReadDeadline(start.Add(bound))
+	_, err := io.Copy(io.Discard, c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection still open after %v, want it closed by the server", bound)
+	}
+	t.Logf("closed by the server after %v", time.Since(start).Round(100*time.Millisecond))
+}
+
+// A client that connects and sends nothing is closed by the server with
+// the default timeouts, within closeBound.
+func TestSilentClientIsClosed(t *testing.T) {
+	t.Parallel()
+	e := mustEnv(t)
+	c, err := net.Dial("tcp", e.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitClosed(t, c, time.Now(), closeBound)
+}
+
+// A client that trickles its header, one byte a second, is closed with the
+// default timeouts within closeBound: the read timeout bounds the whole
+// request, not each read.
+func TestTricklingClientIsClosed(t *testing.T) {
+	t.Parallel()
+	e := mustEnv(t)
+	c, err := net.Dial("tcp", e.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		header := "GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: y\r\n", 10)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for i := 0; i < len(header); i++ {
+			if _, err := c.Write([]byte{header[i]}); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	waitClosed(t, c, start, closeBound)
+}
+
+// A WebSocket is not a plain request: it lives past the HTTP read timeout
+// as long as it keeps talking (the idle reaper is its only read timeout).
+func TestWebSocketOutlivesReadTimeout(t *testing.T) {
+	e := mustEnv(t, func(c *api.Config) { c.ReadTimeout = 500 * time.Millisecond })
+	alice, _ := e.dial(t, "alice", "")
+	chat := e.mustGroup(t, "alice", "bob")
+	deadline := time.Now().Add(2 * time.Second) // four read timeouts
+	for i := 0; time.Now().Before(deadline); i++ {
+		alice.sendJSON(sendFrame(chat, "c"+string(rune('a'+i)), "hi"))
+		alice.nextOf("accepted")
+		time.Sleep(200 * time.Millisecond)
+	}
+	// And a plain request on a fresh connection still works.
+	e.mustCall(t, 200, "", "GET", "/healthz", nil)
+}
+
+// A WebSocket that only answers the server's pings also outlives the read
+// timeout: once upgraded, the idle reaper alone decides.
+func TestQuietWebSocketOutlivesReadTimeout(t *testing.T) {
+	e := mustEnv(t, func(c *api.Config) {
+		c.ReadTimeout = 300 * time.Millisecond
+		c.Limits.PingInterval = 200 * time.Millisecond
+		c.Limits.IdleTimeout = time.Second
+	})
+	chat := e.mustGroup(t, "alice", "bob")
+	conn, _, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, "alice", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The reader answers pings (the library does, while reading) and hands
+	// frames over; it ends when the connection does.
+	frames := make(chan map[string]any, 16)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(frames)
+		for {
+			var m map[string]any
+			if err := conn.ReadJSON(&m); err != nil {
+				readErr <- err
+				return
+			}
+			frames <- m
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-frames:
+			if !ok {
+				t.Fatalf("connection ended: %v", <-readErr)
+			}
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no frame within 5 s")
+		}
+		return nil
+	}
+	if m := next(); m["type"] != "hello" {
+		t.Fatalf("first frame %v, want hello", m)
+	}
+	time.Sleep(1500 * time.Millisecond) // five read timeouts, silent but for pongs
+	if err := conn.WriteJSON(sendFrame(chat, "quiet", "still here")); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(); m["type"] != "accepted" {
+		t.Fatalf("frame %v, want accepted", m)
+	}
+}
+
+// A header larger than MaxHeaderBytes is refused with 431 instead of being
+// buffered.
+func TestOversizedHeaderIsRefused(t *testing.T) {
+	e := mustEnv(t)
+	req, err := http.NewRequest("GET", e.base+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Big", strings.Repeat("a", 8<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("got status %d, want 431", resp.StatusCode)
+	}
+}
+
+// Beyond MaxConnections a new connection is answered 503 and closed, and
+// counted; the gauge shows the open ones.
+func TestConnectionCap(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := mustEnv(t, func(c *api.Config) { c.MaxConnections = 2; c.Registry = reg })
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", e.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	waitMetric(t, reg, "chatd_http_connections", 2)
+
+	c, err := net.Dial("tcp", e.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	switch {
+	case err == nil:
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("third connection: status %d, want 503", resp.StatusCode)
+		}
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		// Closed before our request was read: refused all the same.
+	default:
+		t.Fatalf("third connection: %v, want 503 or a close", err)
+	}
+	waitMetric(t, reg, "chatd_http_connections_refused_total", 1)
+
+	// A slot frees when a held connection closes.
+	held[0].Close()
+	waitMetric(t, reg, "chatd_http_connections", 1)
+	e.mustCall(t, 200, "", "GET", "/healthz", nil)
+}
+
+// waitMetric waits up to 5 s for the named metric (summed) to equal want.
+func waitMetric(t *testing.T, reg *prometheus.Registry, name string, want float64) {
+	t.Helper()
+	var got float64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = 0
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				for _, m := range mf.GetMetric() {
+					got += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+		if got == want {
+			return
+		}
+	}
+	t.Fatalf("%s = %v, want %v", name, got, want)
+}

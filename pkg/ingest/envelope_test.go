@@ -1,0 +1,59 @@
+package ingest_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/store"
+)
+
+// Issue 8, item 8a: a send whose stream envelope would be over
+// Config.MaxEnvelopeBytes is refused with chatd.ErrTooLarge and stores
+// nothing, while the same body to a smaller chat, or in plain letters, fits.
+func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {
+	s := mustStore(t)
+	small := mustGroup(t, s, "alice", "bob")
+	big := mustGroup(t, s, append([]string{"alice"}, users(200)...)...)
+	body := strings.Repeat("<", 600) // 3600 bytes once escaped
+	limit := chatd.WorstCaseEnvelopeSize(600, 2) - 6*600 + 3700
+	in := mustIngest(t, s, func(c *ingest.Config) { c.MaxBodyBytes, c.MaxEnvelopeBytes = 600, limit })
+	tests := []struct {
+		name, chat, cid, body string
+		want                  error
+	}{
+		{"escaped body, 2 members", small, "a", body, nil},
+		{"escaped body, 201 members", big, "b", body, chatd.ErrTooLarge},
+		{"plain body, 201 members", big, "c", strings.Repeat("x", 600), nil},
+	}
+	for _, tt := range tests {
+		res, err := in.Send(ctxT(t, 10*time.Second), ingest.Request{Chat: tt.chat, From: "alice", Device: "d", CID: tt.cid, Body: tt.body})
+		if err == nil {
+			err = res.Err
+		}
+		if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+			t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if n := count(t, s, "history"); n != 2 {
+		t.Fatalf("history rows: got %d, want 2", n)
+	}
+}
+
+// A body limit that cannot fit even a 2-member chat's worst-case envelope
+// is refused at start, naming the setting and the value that would fit.
+func TestNewRefusesABodyLimitNoEnvelopeFits(t *testing.T) {
+	limit := chatd.WorstCaseEnvelopeSize(4096, 2)
+	cfg := ingest.Config{Store: (*store.Store)(nil), MaxBodyBytes: 4096, MaxEnvelopeBytes: limit}
+	if _, err := ingest.New(cfg); err != nil {
+		t.Fatalf("worst case exactly at the limit: %v", err)
+	}
+	cfg.MaxEnvelopeBytes = limit - 1
+	_, err := ingest.New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "--max-body-bytes") || !strings.Contains(err.Error(), "at most 4095") {
+		t.Fatalf("one byte short: got %v, want an error that says to set --max-body-bytes to at most 4095", err)
+	}
+}
