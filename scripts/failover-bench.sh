@@ -94,9 +94,14 @@ common=(--nats-url "$nats_urls" --stream-replicas 3 --jwt-secret "$secret" --adm
 pids+=($!)
 c1=$!
 wait_url "http://127.0.0.1:$port/readyz" "chatd 1"
+# Node 2 shares node 1's managed PostgreSQL through its Unix socket (the
+# managed server listens on no TCP address); postmaster.pid names the port
+# (line 4) and the socket directory (line 5). chatd runs as root here, so
+# the socket directory's 0700 does not stop it.
 pgport=$(sed -n 4p "$dir/chatd1/pg/postmaster.pid")
+pgsock=$(sed -n 5p "$dir/chatd1/pg/postmaster.pid")
 ./bin/chatd --node-id n2 --data-dir "$dir/chatd2" --listen "127.0.0.1:$((port + 1))" \
-	--database-url "postgres://postgres@127.0.0.1:$pgport/chatd?sslmode=disable" "${common[@]}" >"$dir/chatd2.log" 2>&1 &
+	--database-url "host=$pgsock port=$pgport user=postgres dbname=chatd sslmode=disable" "${common[@]}" >"$dir/chatd2.log" 2>&1 &
 pids+=($!)
 wait_url "http://127.0.0.1:$((port + 1))/readyz" "chatd 2"
 
