@@ -67,7 +67,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
-	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON instead of text")
+	f.Bool(&s.logJSON, "log-json", "CHATD_LOG_JSON", false, "log JSON instead of text")
 	return f
 }
 

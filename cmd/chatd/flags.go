@@ -57,6 +57,18 @@ func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
 	e.fs.Int64Var(p, name, def, e.usage(usage, env))
 }
 
+func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
+	if v, ok := e.env(env); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", env, v))
+		} else {
+			def = b
+		}
+	}
+	e.fs.BoolVar(p, name, def, e.usage(usage, env))
+}
+
 func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
 	if v, ok := e.env(env); ok {
 		d, err := time.ParseDuration(v)

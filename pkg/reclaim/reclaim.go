@@ -14,8 +14,8 @@ import (
 )
 
 // Pinner reports the pins (lowest un-acked stream sequence) of this node's
-// connections. push.Registry satisfies it through a small adapter in the
-// wiring.
+// connections. *push.Registry satisfies it; the wiring passes it in, so
+// reclaim does not import push.
 type Pinner interface {
 	PinSeqs() []uint64
 }
