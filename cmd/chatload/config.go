@@ -47,6 +47,11 @@ type Config struct {
 	ConnectRate int
 
 	// URL targets a running chatd; empty starts one in-process (embedded).
+	// A comma-separated list targets several nodes of one cluster: client i
+	// connects to the (i mod n)-th, so the two clients of a pair sit on
+	// different nodes and every message crosses the relay and the stream
+	// (one node would deliver them all on its fast path). The first node
+	// serves the outbox view and the metrics.
 	URL string
 	// DataDir is the embedded node's data dir (zero: a fresh temporary dir,
 	// removed afterwards), or with URL the target's data dir to read its
@@ -157,7 +162,7 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")
 	fs.IntVar(&c.ConnectRate, "connect-rate", 500, "new connections per second during setup")
-	fs.StringVar(&c.URL, "url", "", "target chatd base URL (default: start chatd in-process)")
+	fs.StringVar(&c.URL, "url", "", "target chatd base URL, or several nodes' comma-separated (clients spread over them; default: start chatd in-process)")
 	embedded := fs.Bool("embedded", false, "start chatd in-process (the default when --url is empty)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "embedded: data dir (default: a temporary one); with --url: the target's data dir, to read its JWT secret")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", os.Getenv("CHATD_JWT_SECRET"), "target's JWT secret (env CHATD_JWT_SECRET)")

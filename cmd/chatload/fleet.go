@@ -86,14 +86,14 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 		return nil, fmt.Errorf("token for %s: %w", user, err)
 	}
 	lc := &loadClient{idx: i, connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
-	ccfg := client.Config{URL: t.url, Token: tok, Logger: f.cfg.Logger}
+	ccfg := client.Config{URL: t.clientURL(i), Token: tok, Logger: f.cfg.Logger}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
 		// reading, and so its acks, at once instead of after 1024 events.
 		ccfg.EventBuffer = 1
 	}
 	if role == 'd' {
-		if lc.proxy, err = newDropProxy(t.url); err != nil {
+		if lc.proxy, err = newDropProxy(ccfg.URL); err != nil {
 			return nil, err
 		}
 		ccfg.URL = lc.proxy.URL()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +155,7 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 	st := fl.stats()
 	rc := rec.reconcile(20)
 	r := &Report{
-		Scenario: cfg.Scenario, Target: t.url, Embedded: t.embedded,
+		Scenario: cfg.Scenario, Target: strings.Join(t.urls, ","), Embedded: t.embedded,
 		Settings: map[string]any{
 			"clients": cfg.Clients, "groups": cfg.Groups, "members": cfg.Members, "rate": cfg.Rate,
 			"duration": cfg.Duration.String(), "warmup": cfg.Warmup.String(),
@@ -173,7 +174,8 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 		Reconnects:     max(st.Connects-int64(len(p.users)), 0), Disconnects: closeCodes(st.Disconnects),
 		Stalls: fl.stallsBegun.Load(), Drops: fl.drops.Load(), DialFailures: st.DialFailures,
 		SendToAccepted: rec.acceptLat.summary(), SendToDelivered: rec.deliverLat.summary(),
-		ProcSource: mon.proc.source(),
+		SendToHandedOut: rec.handLat.summary(),
+		ProcSource:      mon.proc.source(),
 	}
 	for _, lc := range fl.clients {
 		if lc.stalls {

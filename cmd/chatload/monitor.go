@@ -25,6 +25,7 @@ type Sample struct {
 	AcceptP99             float64 `json:"accept_p99_ms"`
 	DeliverP50            float64 `json:"deliver_p50_ms"`
 	DeliverP99            float64 `json:"deliver_p99_ms"`
+	HandedOutP99          float64 `json:"handed_out_p99_ms"` // live or from history
 	RSS                   int64   `json:"rss_bytes"`
 	CPU                   float64 `json:"cpu_seconds"`
 }
@@ -91,7 +92,7 @@ func (m *monitor) run(ctx context.Context) {
 func (m *monitor) sample(ctx context.Context) Sample {
 	now := time.Now()
 	st := m.fleet.stats()
-	acc, dlv := m.rec.acceptIv.swap(), m.rec.deliverIv.swap()
+	acc, dlv, hand := m.rec.acceptIv.swap(), m.rec.deliverIv.swap(), m.rec.handIv.swap()
 	m.mu.Lock()
 	prev, phase := m.last, m.phase
 	m.mu.Unlock()
@@ -101,6 +102,7 @@ func (m *monitor) sample(ctx context.Context) Sample {
 		Reconnects: max(st.Connects-int64(len(m.fleet.clients)), 0),
 		AcceptP50:  ms(acc.quantile(0.5)), AcceptP99: ms(acc.quantile(0.99)),
 		DeliverP50: ms(dlv.quantile(0.5)), DeliverP99: ms(dlv.quantile(0.99)),
+		HandedOutP99: ms(hand.quantile(0.99)),
 	}
 	for _, v := range st.Rejects {
 		s.Rejects += v

@@ -60,6 +60,11 @@ type recorder struct {
 
 	acceptLat, deliverLat histogram // the measured window
 	acceptIv, deliverIv   histogram // since the last sample
+	// handLat and handIv time every first hand-out, live or from history:
+	// what the application waited. During a failover the stalled messages
+	// often arrive by a gap fetch from history, so the live-only figures
+	// would leave out exactly the slow ones.
+	handLat, handIv histogram
 }
 
 func newRecorder(p *plan, runID string, start time.Time) *recorder {
@@ -164,8 +169,13 @@ func (r *recorder) deliver(recipient int, m chatd.Message, via client.Via, at ti
 	if rec.state == sendAccepted && (rec.seq != m.Seq || rec.id != m.ID || rec.chat != chat) {
 		r.mismatch.Add(1)
 	}
-	if via == client.ViaLive && rec.sentAt >= r.measureFrom.Load() {
-		d := time.Duration(r.since(at) - rec.sentAt)
+	if rec.sentAt < r.measureFrom.Load() {
+		return
+	}
+	d := time.Duration(r.since(at) - rec.sentAt)
+	r.handLat.record(d)
+	r.handIv.record(d)
+	if via == client.ViaLive {
 		r.deliverLat.record(d)
 		r.deliverIv.record(d)
 	}

@@ -56,6 +56,7 @@ type Report struct {
 
 	SendToAccepted  Quantiles `json:"send_to_accepted"`
 	SendToDelivered Quantiles `json:"send_to_delivered_live"`
+	SendToHandedOut Quantiles `json:"send_to_handed_out"` // live or from history
 
 	OutboxObserved   bool    `json:"outbox_observed"`
 	OutboxNote       string  `json:"outbox_note,omitempty"`
@@ -108,6 +109,7 @@ func (r *Report) writeText(w io.Writer) {
 		r.Reconnects, fmtCounts(r.Disconnects), r.Stalls, r.Drops, r.DialFailures, r.Resends)
 	p("send→accepted     %s", fmtQ(r.SendToAccepted))
 	p("send→delivered    %s (live only)", fmtQ(r.SendToDelivered))
+	p("send→handed out   %s (live or history)", fmtQ(r.SendToHandedOut))
 	if r.OutboxObserved {
 		drain := "did NOT drain"
 		if r.OutboxDrained {

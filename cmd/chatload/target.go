@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // target is the chatd under load: a URL and a way to mint its tokens, plus
 // the in-process node when chatload started one.
 type target struct {
-	url      string
+	url      string   // the first node: outbox view, metrics, report
+	urls     []string // every node, clients spread over them
 	secret   []byte
 	embedded bool
 	stop     func() error // stops the embedded node and removes a temp dir
@@ -38,7 +40,14 @@ func remoteTarget(cfg *Config) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target secret: %w", err)
 	}
-	return &target{url: cfg.URL, secret: secret, stop: func() error { return nil }}, nil
+	urls := strings.Split(cfg.URL, ",")
+	for i, u := range urls {
+		urls[i] = strings.TrimSuffix(strings.TrimSpace(u), "/")
+		if urls[i] == "" {
+			return nil, fmt.Errorf("--url %q: empty entry", cfg.URL)
+		}
+	}
+	return &target{url: urls[0], urls: urls, secret: secret, stop: func() error { return nil }}, nil
 }
 
 // embeddedTarget starts chatd in this process. Its data dir must be
@@ -103,8 +112,11 @@ func embeddedTarget(ctx context.Context, cfg *Config) (*target, error) {
 		}
 		return nil
 	}
-	return &target{url: n.URL(), secret: secret, embedded: true, stop: stop}, nil
+	return &target{url: n.URL(), urls: []string{n.URL()}, secret: secret, embedded: true, stop: stop}, nil
 }
+
+// clientURL is the node client i connects to.
+func (t *target) clientURL(i int) string { return t.urls[i%len(t.urls)] }
 
 // token signs a token for user on the load's device.
 func (t *target) token(user string) (string, error) {

@@ -15,14 +15,14 @@ import (
 // connects, resyncs, and reconnects until its context ends or Close is
 // called. Safe for concurrent use.
 type Client struct {
-	cfg      Config
-	log      *slog.Logger
-	restBase string
-	wsURL    string
-	backoff  backoff
-	tracker  *tracker
-	stats    *counters
-	events   chan Event
+	cfg     Config
+	log     *slog.Logger
+	eps     []endpoint   // Config.URL, then Config.URLs
+	cur     atomic.Int64 // index into eps of the node dialled last
+	backoff backoff
+	tracker *tracker
+	stats   *counters
+	events  chan Event
 
 	// ownsHTTP: the REST client was made here (its own connection pool),
 	// so Run and Close close its idle connections when the client stops.
@@ -31,7 +31,10 @@ type Client struct {
 	started atomic.Bool
 	closeMu sync.Once
 	closed  chan struct{} // closed by Close
-	runDone chan struct{} // closed when Run returns
+	// stopping is closed when Run's context ends (or Close is called):
+	// only then may a message the tracker took go unhanded.
+	stopping chan struct{}
+	runDone  chan struct{} // closed when Run returns
 
 	// deliverMu serialises tracker.add with the hand-off of what it makes
 	// ready, so that two producers (the reader and the history syncer) can
@@ -47,7 +50,7 @@ type Client struct {
 
 // New checks cfg and returns a Client; it does not connect (Run does).
 func New(cfg Config) (*Client, error) {
-	restBase, wsURL, err := endpoints(cfg.URL)
+	eps, err := endpointList(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +63,13 @@ func New(cfg Config) (*Client, error) {
 		cfg:      cfg,
 		ownsHTTP: ownsHTTP,
 		log:      cfg.Logger,
-		restBase: restBase,
-		wsURL:    wsURL,
+		eps:      eps,
 		backoff:  backoff{min: cfg.BackoffMin, max: cfg.BackoffMax},
 		tracker:  newTracker(cfg.MaxHeld),
 		stats:    newCounters(),
 		events:   make(chan Event, cfg.EventBuffer),
 		closed:   make(chan struct{}),
+		stopping: make(chan struct{}),
 		runDone:  make(chan struct{}),
 		sessUp:   make(chan struct{}),
 		pending:  make(map[string]*pending),
@@ -143,8 +146,11 @@ func (c *Client) closeIdleHTTP() {
 
 // deliver offers msgs to the tracker and hands what becomes ready to the
 // application in order. It reports how many were duplicates. It returns
-// early, dropping the rest, only when ctx ends (Run is stopping).
-func (c *Client) deliver(ctx context.Context, msgs []chatd.Message, via Via) (dups int) {
+// early, dropping the rest, only when Run is stopping. It must not stop
+// when just the session that read msgs ends (a 4001, a 1001 mid-resync):
+// the tracker already counts a ready message as handed out, so one dropped
+// here would be skipped for good, neither re-fetched nor re-sent.
+func (c *Client) deliver(msgs []chatd.Message, via Via) (dups int) {
 	c.deliverMu.Lock()
 	defer c.deliverMu.Unlock()
 	for _, m := range msgs {
@@ -152,17 +158,20 @@ func (c *Client) deliver(ctx context.Context, msgs []chatd.Message, via Via) (du
 		if dup {
 			dups++
 		}
-		if !c.handOut(ctx, ready) {
+		if !c.handOut(ready) {
 			return dups
 		}
 	}
 	return dups
 }
 
-// handOut pushes ready messages to Events; deliverMu must be held.
-func (c *Client) handOut(ctx context.Context, ready []entry) bool {
+// handOut pushes ready messages to Events, waiting for room (backpressure)
+// until Run stops; deliverMu must be held.
+func (c *Client) handOut(ready []entry) bool {
 	for _, e := range ready {
-		if !c.emit(ctx, Event{Kind: EventMessage, Message: e.msg, Via: e.via}) {
+		select {
+		case c.events <- Event{Kind: EventMessage, Message: e.msg, Via: e.via}:
+		case <-c.stopping:
 			return false
 		}
 		c.stats.delivered(e.via)
@@ -177,6 +186,17 @@ func (c *Client) emit(ctx context.Context, ev Event) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// endpoint is the node dialled last (and so the one REST calls go to).
+func (c *Client) endpoint() endpoint { return c.eps[c.cur.Load()] }
+
+// nextEndpoint moves to the next node in the list, for the next dial.
+// Only Run's loop calls it, so a load and a store need no compare-and-swap.
+func (c *Client) nextEndpoint() {
+	if len(c.eps) > 1 {
+		c.cur.Store((c.cur.Load() + 1) % int64(len(c.eps)))
 	}
 }
 

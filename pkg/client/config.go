@@ -17,6 +17,14 @@ type Config struct {
 	// URL is chatd's base HTTP(S) URL, e.g. http://127.0.0.1:8080. REST calls
 	// go to URL/api/..., the WebSocket to URL/ws (ws:// or wss://).
 	URL string
+	// URLs are more chatd nodes (base URLs like URL) of the same cluster.
+	// A node can be up but useless to its clients (cut off from NATS, it
+	// closes them with 1001 going away) or gone; a client with somewhere
+	// else to go then moves on: every reconnect, after a failed dial or an
+	// ended session, tries the next of URL, URLs[0], URLs[1], … in turn.
+	// REST calls (history resync included) go to the node of the latest
+	// dial. Zero: URL only.
+	URLs []string
 	// Token is the JWT presented on every request. Ignored when TokenFunc is set.
 	Token string
 	// TokenFunc, when set, is called before every dial and REST call, so a
@@ -107,7 +115,23 @@ func setInt(n *int, def int) {
 	}
 }
 
-// endpoints derives the REST base and the WebSocket URL from Config.URL.
+// endpoint is one chatd node's REST base and WebSocket URL.
+type endpoint struct{ rest, ws string }
+
+// endpointList derives the endpoint of Config.URL and of each of URLs.
+func endpointList(cfg *Config) ([]endpoint, error) {
+	var eps []endpoint
+	for _, raw := range append([]string{cfg.URL}, cfg.URLs...) {
+		rest, ws, err := endpoints(raw)
+		if err != nil {
+			return nil, err
+		}
+		eps = append(eps, endpoint{rest: rest, ws: ws})
+	}
+	return eps, nil
+}
+
+// endpoints derives the REST base and the WebSocket URL from a base URL.
 func endpoints(raw string) (restBase, wsURL string, err error) {
 	if raw == "" {
 		return "", "", errors.New("config: URL is required")

@@ -32,9 +32,9 @@ func (c *Client) syncChat(ctx context.Context, chat string) error {
 			page.Messages[i].Chat = chat
 		}
 		if first := page.Messages[0].Seq; first > after+1 {
-			c.skip(ctx, chat, first-1)
+			c.skip(chat, first-1)
 		}
-		dups := c.deliver(ctx, page.Messages, ViaHistory)
+		dups := c.deliver(page.Messages, ViaHistory)
 		c.stats.historyDups.Add(int64(dups))
 		if page.Next == nil || ctx.Err() != nil {
 			return ctx.Err()
@@ -44,7 +44,7 @@ func (c *Client) syncChat(ctx context.Context, chat string) error {
 }
 
 // skip declares chat's seqs up to seq gone and hands out what that releases.
-func (c *Client) skip(ctx context.Context, chat string, seq int64) {
+func (c *Client) skip(chat string, seq int64) {
 	c.deliverMu.Lock()
 	defer c.deliverMu.Unlock()
 	from, ok := c.tracker.contiguous(chat)
@@ -60,7 +60,7 @@ func (c *Client) skip(ctx context.Context, chat string, seq int64) {
 	}
 	c.stats.skipped.Add(gone)
 	c.log.Warn("history no longer holds seqs; skipping them", "chat", chat, "from", from+1, "to", seq)
-	c.handOut(ctx, ready)
+	c.handOut(ready)
 }
 
 // HistoryPage is one page of a chat's history, oldest first.

@@ -56,7 +56,7 @@ func (s *session) onMsg(ctx context.Context, f *inFrame) {
 	if f.ID != "" {
 		s.acker.add(f.ID)
 	}
-	if c.deliver(ctx, []chatd.Message{f.message()}, ViaLive) > 0 {
+	if c.deliver([]chatd.Message{f.message()}, ViaLive) > 0 {
 		c.stats.dupFrames.Add(1)
 	}
 	if c.tracker.hasGap(f.Chat) {
@@ -75,7 +75,7 @@ func (s *session) onAccepted(ctx context.Context, f *inFrame) {
 	if p == nil {
 		return // its Send gave up; a gap fetch will bring the message back
 	}
-	c.deliver(ctx, []chatd.Message{s.ownMessage(f, p)}, ViaSelf)
+	c.deliver([]chatd.Message{s.ownMessage(f, p)}, ViaSelf)
 	if c.tracker.hasGap(p.chat) {
 		s.syncer.request(p.chat, c.cfg.GapWait)
 	}

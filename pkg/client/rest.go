@@ -127,7 +127,7 @@ func (c *Client) rest(ctx context.Context, method, path string, in, out any) err
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.restBase+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint().rest+path, body)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}

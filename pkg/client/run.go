@@ -39,9 +39,10 @@ func (c *Client) Run(ctx context.Context) error {
 		defer wg.Done()
 		select {
 		case <-c.closed:
-			cancel()
 		case <-ctx.Done():
 		}
+		close(c.stopping)
+		cancel()
 	}()
 	defer wg.Wait()
 	defer cancel()
@@ -58,7 +59,8 @@ func (c *Client) Run(ctx context.Context) error {
 			attempt = 0
 		}
 		d := c.backoff.delay(attempt)
-		c.log.Debug("reconnecting", "in", d, "attempt", attempt+1, "err", err)
+		c.nextEndpoint()
+		c.log.Debug("reconnecting", "in", d, "attempt", attempt+1, "to", c.endpoint().rest, "err", err)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -122,15 +124,16 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: c.cfg.DialTimeout,
 	}
-	conn, resp, err := d.DialContext(ctx, c.wsURL, http.Header{"Authorization": {"Bearer " + tok}})
+	wsURL := c.endpoint().ws
+	conn, resp, err := d.DialContext(ctx, wsURL, http.Header{"Authorization": {"Bearer " + tok}})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("dial %s: %w", c.wsURL, ErrUnauthorized)
+			return nil, fmt.Errorf("dial %s: %w", wsURL, ErrUnauthorized)
 		}
-		return nil, fmt.Errorf("dial %s: %w", c.wsURL, err)
+		return nil, fmt.Errorf("dial %s: %w", wsURL, err)
 	}
 	conn.SetReadLimit(c.cfg.MaxFrameBytes)
 	return conn, nil
