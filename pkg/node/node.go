@@ -166,9 +166,12 @@ func (n *Node) startNATS() error {
 	} else {
 		// A short reconnect wait: after a server restart or a failover the
 		// relay and push resume within about a second, not after nats.go's
-		// default 2 s pause per server in the list.
+		// default 2 s pause per server in the list. Pings every 5 s notice a
+		// silent partition within ~15 s (default: minutes), so the relay
+		// steps down and the node gives its sessions up in time.
 		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1),
-			nats.ReconnectWait(250*time.Millisecond))
+			nats.ReconnectWait(250*time.Millisecond),
+			nats.PingInterval(5*time.Second), nats.MaxPingsOutstanding(3))
 		if err != nil {
 			return fmt.Errorf("connect to nats: %w (is NATS up and reachable? check --nats-url / CHATD_NATS_URL)", err)
 		}

@@ -407,3 +407,50 @@ func TestRelayStreamFullIsBackPressure(t *testing.T) {
 		t.Fatalf("stream holds %d messages, want 100", got)
 	}
 }
+
+// item 18: a stream without a leader (here: no stream at all, so every
+// publish gets "no responders" while the link is up) fails every node's
+// relay alike. The relay keeps its lock through it instead of stepping
+// down after StepDownAfter, so it publishes the moment the stream answers
+// again rather than after a standby hold and another node's lock attempt.
+func TestRelayKeepsLockWhileTheStreamHasNoLeader(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js := mustJS(t, nc)
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond,
+		PublishTimeout: 100 * time.Millisecond, Standby: 200 * time.Millisecond,
+		StepDownAfter: 300 * time.Millisecond, Registerer: reg})
+	waitFor(t, "relay active", 5*time.Second, r.Active)
+	if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, s, chat.ID, 0, 10)
+	waitFor(t, "publishes to fail", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) { // over three StepDownAfter
+		if !r.Active() {
+			t.Fatal("relay stepped down while connected to NATS with a leaderless stream: want it to keep the lock (every node fails alike)")
+		}
+	}
+	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, "drain once the stream is back", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	t.Logf("drained %v after the stream was back", time.Since(start))
+	if got := streamMsgs(t, js); got != 10 {
+		t.Fatalf("stream holds %d messages, want 10", got)
+	}
+}

@@ -20,6 +20,14 @@ const (
 	DefaultRelayBatch     = 256
 	DefaultPublishTimeout = time.Second
 	DefaultStepDownAfter  = 5 * time.Second
+	// connectedStepDownFactor stretches StepDownAfter while the link to
+	// NATS is up but publishes fail. That is what a stream leader election
+	// looks like, and it fails every node's relay alike: stepping down then
+	// only delays the first publish once the new leader is there (measured:
+	// live delivery back 2.7 s after the new leader instead of well under
+	// 1 s). A link that stays up while publishes fail for this long is a
+	// partition the client has not noticed, where another node may do better.
+	connectedStepDownFactor = 6
 )
 
 // Retry backoff of a failed round. The cap stays well under a second so the
@@ -58,10 +66,11 @@ type RelayConfig struct {
 	// round. A round during a stream leader election gets no answer; a
 	// short bound makes it fail fast and retry. Zero means 1 s.
 	PublishTimeout time.Duration
-	// StepDownAfter is how long publishing may keep failing (NATS link
-	// down, stream not answering) before the relay releases its lock and
+	// StepDownAfter is how long publishing may keep failing while this
+	// node's link to NATS is down before the relay releases its lock and
 	// stands by, so the relay of a node that can reach NATS takes over.
-	// Zero means 5 s.
+	// With the link up (the stream not answering, as in a leader election)
+	// the bound is six times longer. Zero means 5 s.
 	StepDownAfter time.Duration
 	// Now is the clock for lag metrics and the step-down timer. Nil means time.Now.
 	Now        func() time.Time

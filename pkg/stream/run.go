@@ -118,7 +118,11 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 			if failingSince.IsZero() || done > 0 {
 				failingSince = now
 			}
-			if failed := now.Sub(failingSince); failed >= r.cfg.StepDownAfter {
+			bound := r.cfg.StepDownAfter
+			if r.nc.IsConnected() {
+				bound *= connectedStepDownFactor
+			}
+			if failed := now.Sub(failingSince); failed >= bound {
 				r.sampled.Flush()
 				return fmt.Errorf("publishing failed for %v: %w", failed.Round(time.Millisecond), err)
 			}
