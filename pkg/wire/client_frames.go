@@ -1,0 +1,177 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/chatd/chatd"
+)
+
+// ErrProtocol marks a frame that breaks the framing itself (not JSON, not
+// UTF-8, over max_frame_bytes). The server closes with 4400 on it; a client
+// frame that is JSON but breaks a rule is chatd.ErrInvalid and only
+// `rejected`.
+var ErrProtocol = errors.New("protocol violation")
+
+// maxEchoCID bounds the cid echoed in a `rejected` for an invalid send, so a
+// malformed frame cannot make the server write back an arbitrarily long id.
+const maxEchoCID = 256
+
+// ClientFrame is one client → server frame. Only the fields of its Type are
+// set; the zero values of the others are not sent.
+type ClientFrame struct {
+	Type FrameType
+	Chat string   // send, read
+	CID  string   // send
+	Body string   // send
+	Upto string   // read
+	IDs  []string // ack
+}
+
+// clientJSON is the JSON shape of every client frame. Pointers tell a
+// missing or null field from an empty one only where the rules need it;
+// unknown fields are ignored so that clients may add their own (e.g.
+// tracing ids).
+type clientJSON struct {
+	Type *string  `json:"type"`
+	Chat *string  `json:"chat"`
+	CID  *string  `json:"cid"`
+	Body *string  `json:"body"`
+	Upto *string  `json:"upto"`
+	IDs  []string `json:"ids"`
+}
+
+// DecodeClientFrame decodes and checks one client frame of at most
+// maxFrameBytes; the server calls it for every frame it reads. It returns an
+// error wrapping ErrProtocol when data is over the limit, not valid UTF-8 or
+// not JSON, and one wrapping chatd.ErrInvalid when the frame is JSON but its
+// type is unknown (the v2 types included, until the server accepts them) or
+// a field is missing, mistyped or breaks the id rules. On an invalid send
+// frame the returned ClientFrame still carries the cid (when it is a short
+// string) for the `rejected` answer. Body size is not checked here:
+// too_large is decided against the body limit by the caller.
+func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
+	if len(data) > maxFrameBytes {
+		return ClientFrame{}, fmt.Errorf("frame is %d bytes, the limit is %d: %w", len(data), maxFrameBytes, ErrProtocol)
+	}
+	// encoding/json would silently replace invalid UTF-8 with U+FFFD; a
+	// frame that is not UTF-8 is not JSON text (RFC 8259), so it is refused
+	// whole rather than stored altered.
+	if !utf8.Valid(data) {
+		return ClientFrame{}, fmt.Errorf("frame is not valid UTF-8: %w", ErrProtocol)
+	}
+	var w clientJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return ClientFrame{}, fmt.Errorf("frame is not JSON: %w", ErrProtocol)
+		}
+		// JSON, but not the shape of a frame (an array, a number where a
+		// string belongs): a rule broken, not the framing.
+		f := ClientFrame{}
+		if w.Type != nil && FrameType(*w.Type) == FrameSend {
+			f = ClientFrame{Type: FrameSend, CID: echoCID(w.CID)}
+		}
+		return f, fmt.Errorf("frame has a field of the wrong type: %w", chatd.ErrInvalid)
+	}
+	if w.Type == nil {
+		return ClientFrame{}, fmt.Errorf("frame has no type: %w", chatd.ErrInvalid)
+	}
+	switch t := FrameType(*w.Type); t {
+	case FrameSend:
+		return decodeSend(&w)
+	case FrameAck:
+		return decodeAck(&w)
+	case FrameRead:
+		return decodeRead(&w)
+	case FramePing:
+		return ClientFrame{Type: FramePing}, nil
+	default:
+		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
+	}
+}
+
+func decodeSend(w *clientJSON) (ClientFrame, error) {
+	f := ClientFrame{Type: FrameSend, CID: echoCID(w.CID)}
+	switch {
+	case w.CID == nil || !chatd.ValidCID(*w.CID):
+		return f, fmt.Errorf("send: cid must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxCIDLen, chatd.ErrInvalid)
+	case w.Chat == nil || !chatd.ValidChatID(*w.Chat):
+		return f, fmt.Errorf("send: chat must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxChatIDLen, chatd.ErrInvalid)
+	case w.Body == nil || *w.Body == "":
+		return f, fmt.Errorf("send: body is missing or empty: %w", chatd.ErrInvalid)
+	}
+	f.Chat, f.Body = *w.Chat, *w.Body
+	return f, nil
+}
+
+func decodeAck(w *clientJSON) (ClientFrame, error) {
+	if len(w.IDs) == 0 {
+		return ClientFrame{}, fmt.Errorf("ack: ids is missing or empty: %w", chatd.ErrInvalid)
+	}
+	for _, id := range w.IDs {
+		if !validMessageID(id) {
+			return ClientFrame{}, fmt.Errorf("ack: id %.80q is not a message id: %w", id, chatd.ErrInvalid)
+		}
+	}
+	return ClientFrame{Type: FrameAck, IDs: w.IDs}, nil
+}
+
+func decodeRead(w *clientJSON) (ClientFrame, error) {
+	switch {
+	case w.Chat == nil || !chatd.ValidChatID(*w.Chat):
+		return ClientFrame{}, fmt.Errorf("read: chat must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxChatIDLen, chatd.ErrInvalid)
+	case w.Upto == nil || !validMessageID(*w.Upto):
+		return ClientFrame{}, fmt.Errorf("read: upto is not a message id: %w", chatd.ErrInvalid)
+	}
+	return ClientFrame{Type: FrameRead, Chat: *w.Chat, Upto: *w.Upto}, nil
+}
+
+// validMessageID: message ids are ULIDs; the check is the chat id rule (same
+// charset, 64 chars), which every ULID passes, so ids minted another way
+// later still round-trip.
+func validMessageID(s string) bool { return chatd.ValidChatID(s) }
+
+func echoCID(cid *string) string {
+	if cid == nil || len(*cid) > maxEchoCID {
+		return ""
+	}
+	return *cid
+}
+
+// AppendClientFrame appends the JSON of f to dst and returns the result; the
+// client calls it for every frame it writes. It writes the fields of f.Type
+// in the order the contract shows them (send: chat, cid, body; ack: ids;
+// read: chat, upto), and only "type" for a ping or a type it does not know.
+// It does not check the fields: the server is the judge of what is valid,
+// and answers `rejected` with a reason.
+func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, string(f.Type))
+	switch f.Type {
+	case FrameSend:
+		dst = append(dst, `,"chat":`...)
+		dst = appendString(dst, f.Chat)
+		dst = append(dst, `,"cid":`...)
+		dst = appendString(dst, f.CID)
+		dst = append(dst, `,"body":`...)
+		dst = appendString(dst, f.Body)
+	case FrameAck:
+		dst = append(dst, `,"ids":[`...)
+		for i, id := range f.IDs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, id)
+		}
+		dst = append(dst, ']')
+	case FrameRead:
+		dst = append(dst, `,"chat":`...)
+		dst = appendString(dst, f.Chat)
+		dst = append(dst, `,"upto":`...)
+		dst = appendString(dst, f.Upto)
+	}
+	return append(dst, '}')
+}
