@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"sync"
+
+	"github.com/chatd/chatd/pkg/wire"
 )
 
 // maxPendingReads bounds the chats whose read state a session holds unsaved.
@@ -81,7 +83,7 @@ func (m *readMarker) store(chat, upto string) {
 		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
 		return
 	}
-	frame := appendReceipt(nil, chat, s.id.User, upto)
+	frame := wire.AppendReceipt(nil, chat, s.id.User, upto)
 	for _, member := range c.Members {
 		for _, other := range s.g.sessionsOf(member) {
 			if other != s {

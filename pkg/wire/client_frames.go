@@ -112,7 +112,7 @@ func decodeAck(w *clientJSON) (ClientFrame, error) {
 		return ClientFrame{}, fmt.Errorf("ack: ids is missing or empty: %w", chatd.ErrInvalid)
 	}
 	for _, id := range w.IDs {
-		if !validMessageID(id) {
+		if !ValidMessageID(id) {
 			return ClientFrame{}, fmt.Errorf("ack: id %.80q is not a message id: %w", id, chatd.ErrInvalid)
 		}
 	}
@@ -123,16 +123,18 @@ func decodeRead(w *clientJSON) (ClientFrame, error) {
 	switch {
 	case w.Chat == nil || !chatd.ValidChatID(*w.Chat):
 		return ClientFrame{}, fmt.Errorf("read: chat must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxChatIDLen, chatd.ErrInvalid)
-	case w.Upto == nil || !validMessageID(*w.Upto):
+	case w.Upto == nil || !ValidMessageID(*w.Upto):
 		return ClientFrame{}, fmt.Errorf("read: upto is not a message id: %w", chatd.ErrInvalid)
 	}
 	return ClientFrame{Type: FrameRead, Chat: *w.Chat, Upto: *w.Upto}, nil
 }
 
-// validMessageID: message ids are ULIDs; the check is the chat id rule (same
-// charset, 64 chars), which every ULID passes, so ids minted another way
-// later still round-trip.
-func validMessageID(s string) bool { return chatd.ValidChatID(s) }
+// ValidMessageID reports whether s may be a message id in a frame (ack ids,
+// read's upto) or a REST cursor: the server refuses anything else before it
+// reaches the store. Message ids are ULIDs; the check is the chat id rule
+// (same charset, 64 chars), which every ULID passes, so ids minted another
+// way later still round-trip.
+func ValidMessageID(s string) bool { return chatd.ValidChatID(s) }
 
 func echoCID(cid *string) string {
 	if cid == nil || len(*cid) > maxEchoCID {
