@@ -9,8 +9,11 @@ import (
 )
 
 // readLoop reads frames until the connection ends and returns why, as a
-// *CloseError. Every frame, pongs included, extends the read deadline.
+// *CloseError. Every frame, pongs included, extends the read deadline. One
+// frame value is decoded into again and again: the handlers copy what they
+// keep.
 func (s *session) readLoop(ctx context.Context) error {
+	var f wire.ServerFrame
 	for {
 		if ctx.Err() == nil {
 			// After a clean shutdown began, the deadline set there stands.
@@ -22,8 +25,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		if err != nil {
 			return closeError(err)
 		}
-		f, err := wire.DecodeServerFrame(data)
-		if err != nil {
+		if err := wire.DecodeServerFrame(data, &f); err != nil {
 			s.c.log.Warn("ignoring undecodable frame", "err", err)
 			continue
 		}

@@ -146,8 +146,8 @@ func (c *Client) readHello(conn *websocket.Conn) (*wire.ServerFrame, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read hello: %w", closeError(err))
 	}
-	f, err := wire.DecodeServerFrame(data)
-	if err != nil || f.Type != wire.FrameHello {
+	var f wire.ServerFrame
+	if err := wire.DecodeServerFrame(data, &f); err != nil || f.Type != wire.FrameHello {
 		return nil, fmt.Errorf("read hello: first frame %.80q is not hello", data)
 	}
 	return &f, nil

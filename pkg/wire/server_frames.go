@@ -62,17 +62,20 @@ func (f *ServerFrame) Message() chatd.Message {
 	return chatd.Message{ID: f.ID, CID: f.CID, Chat: f.Chat, From: f.From, Body: f.Body, Seq: f.Seq, TS: f.TS}
 }
 
-// DecodeServerFrame decodes one server frame; the client calls it for every
-// frame it reads. Unknown fields are ignored and an unknown type is not an
-// error (newer servers may add frames; the caller ignores what it does not
-// know). The error, when data is not JSON or a known field has the wrong
-// JSON type, wraps ErrProtocol.
-func DecodeServerFrame(data []byte) (ServerFrame, error) {
-	var f ServerFrame
-	if err := json.Unmarshal(data, &f); err != nil {
-		return ServerFrame{}, fmt.Errorf("decode server frame: %w: %v", ErrProtocol, err)
+// DecodeServerFrame decodes one server frame into f, which it resets first;
+// the client calls it for every frame it reads, reusing one f (a frame per
+// delivery should not cost a heap allocation of its own). Unknown fields are
+// ignored and an unknown type is not an error (newer servers may add
+// frames; the caller ignores what it does not know). The error, when data is
+// not JSON or a known field has the wrong JSON type, wraps ErrProtocol; f
+// is then reset again.
+func DecodeServerFrame(data []byte, f *ServerFrame) error {
+	*f = ServerFrame{}
+	if err := json.Unmarshal(data, f); err != nil {
+		*f = ServerFrame{}
+		return fmt.Errorf("decode server frame: %w: %v", ErrProtocol, err)
 	}
-	return f, nil
+	return nil
 }
 
 // AppendMsg appends the `msg` frame of m to dst and returns the result.

@@ -42,8 +42,8 @@ func TestServerFrameRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := wire.DecodeServerFrame(tt.data)
-			if err != nil {
+			var got wire.ServerFrame
+			if err := wire.DecodeServerFrame(tt.data, &got); err != nil {
 				t.Fatalf("%s does not decode: %v", tt.data, err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
@@ -85,8 +85,8 @@ func TestAppendMsgRoundTrip(t *testing.T) {
 	bodies := []string{"hi", "a\"b\\c", "line\nbreak\ttab\r", "\x00\x01\x1f", "é✓😀", "\u2028\u2029", "<script>&amp;"}
 	for _, body := range bodies {
 		m := chatd.Message{ID: "01HZX", CID: "k-1", Chat: "c_1", From: "alice", Body: body, Seq: 42, TS: testTS}
-		f, err := wire.DecodeServerFrame(wire.AppendMsg(nil, &m))
-		if err != nil {
+		var f wire.ServerFrame
+		if err := wire.DecodeServerFrame(wire.AppendMsg(nil, &m), &f); err != nil {
 			t.Fatalf("body %q: %v", body, err)
 		}
 		if f.Type != wire.FrameMsg || f.Message() != m {
@@ -134,7 +134,9 @@ func TestDecodeServerFrame(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := wire.DecodeServerFrame([]byte(tt.in))
+			// A frame decoded before must leave nothing behind.
+			got := wire.ServerFrame{Type: wire.FrameMsg, Body: "stale", Seq: 9, Limits: wire.Limits{Credits: 1}}
+			err := wire.DecodeServerFrame([]byte(tt.in), &got)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -208,9 +210,9 @@ func BenchmarkDecodeServerFrame(b *testing.B) {
 			strings.Repeat("x", size) + `","seq":123456,"ts":"2026-11-30T19:58:00.123456789Z"}`)
 		b.Run("msg"+strconv.Itoa(size), func(b *testing.B) {
 			b.ReportAllocs()
+			var f wire.ServerFrame
 			for b.Loop() {
-				f, err := wire.DecodeServerFrame(in)
-				if err != nil {
+				if err := wire.DecodeServerFrame(in, &f); err != nil {
 					b.Fatal(err)
 				}
 				_ = f.Message()
