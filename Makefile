@@ -34,9 +34,9 @@ test: deps lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
-## fuzz: fuzz the WebSocket frame decoder for $(FUZZTIME)
+## fuzz: fuzz the WebSocket frame decoder and encoders (pkg/wire) for $(FUZZTIME)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./pkg/api
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./pkg/wire
 
 ## bench: Go benchmarks of the hot paths (chatload is the system benchmark)
 bench: deps

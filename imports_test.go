@@ -25,8 +25,9 @@ var allowedImports = map[string][]string{
 	"pkg/push":     {"", "internal/logsample"},
 	"pkg/reclaim":  {},
 	"pkg/stream":   {"", "pkg/store", "internal/logsample"},
-	"pkg/api":      {"", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample"},
-	"pkg/client":   {""},
+	"pkg/wire":     {""}, // the WebSocket protocol; any client may import it, so domain types only
+	"pkg/api":      {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample"},
+	"pkg/client":   {"", "pkg/wire"},
 	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream"},
 	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node"},

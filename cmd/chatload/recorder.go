@@ -124,7 +124,7 @@ func (r *recorder) finish(sender, n int, acc client.Accepted, err error) {
 		var rej *client.RejectedError
 		errors.As(err, &rej)
 		r.rejectMu.Lock()
-		r.rejects[rej.Code]++
+		r.rejects[string(rej.Code)]++
 		r.rejectMu.Unlock()
 	default:
 		r.unknown.Add(1)

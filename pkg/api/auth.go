@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -132,7 +133,7 @@ func (s *Server) authenticate(c *fiber.Ctx, token string) error {
 	if err != nil {
 		s.log.Debug("auth failed", "path", c.Path(), "err", err)
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="chatd"`)
-		return writeError(c, fiber.StatusUnauthorized, "unauthorized", "missing or invalid token")
+		return writeError(c, fiber.StatusUnauthorized, wire.CodeUnauthorized, "missing or invalid token")
 	}
 	c.Locals(identityKey, id)
 	return c.Next()

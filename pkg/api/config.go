@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -189,5 +190,22 @@ func setInt(p *int, def int) {
 func setDur(p *time.Duration, def time.Duration) {
 	if *p <= 0 {
 		*p = def
+	}
+}
+
+// announced is l as `hello` announces it: whole integers, durations in
+// milliseconds.
+func (l *Limits) announced() *wire.Limits {
+	return &wire.Limits{
+		LeaseMS:        l.Lease.Milliseconds(),
+		MaxAttempts:    int64(l.MaxAttempts),
+		MaxPending:     int64(l.MaxPending),
+		MaxBodyBytes:   int64(l.MaxBodyBytes),
+		MaxFrameBytes:  int64(l.MaxFrameBytes),
+		RatePerS:       int64(l.RatePerSecond),
+		RateBurst:      int64(l.RateBurst),
+		Credits:        int64(l.Credits),
+		PingIntervalMS: l.PingInterval.Milliseconds(),
+		IdleTimeoutMS:  l.IdleTimeout.Milliseconds(),
 	}
 }

@@ -6,7 +6,9 @@
 //
 // It is the only package that knows HTTP and WebSocket, and the only one
 // that maps the domain errors of package chatd to HTTP statuses, `rejected`
-// codes and close codes. Everything behind it is reached through the small
-// consumer-owned interfaces in deps.go: Chats (the store), Ingester (the
-// accept path) and Deliverer (the push registry).
+// codes and close codes. The codes themselves, the frames and their
+// encoding are package wire's, shared with the clients. Everything behind
+// it is reached through the small consumer-owned interfaces in deps.go:
+// Chats (the store), Ingester (the accept path) and Deliverer (the push
+// registry).
 package api

@@ -5,80 +5,65 @@ import (
 	"errors"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
-)
-
-// Wire error codes, shared by REST bodies and `rejected` frames.
-const (
-	codeInvalid      = "invalid"
-	codeTooLarge     = "too_large"
-	codeTooMany      = "too_many_members"
-	codeForbidden    = "forbidden"
-	codeNotFound     = "not_found"
-	codeConflict     = "conflict"
-	codeCIDConflict  = "cid_conflict"
-	codeRateLimited  = "rate_limited"
-	codeOverloaded   = "overloaded"
-	codeUnavailable  = "unavailable"
-	codeInternal     = "internal"
-	codeUnauthorized = "unauthorized"
 )
 
 // errorCode maps a domain error to its wire code and HTTP status. It is the
 // one place where chatd's errors become statuses (STYLE: only pkg/api maps).
-func errorCode(err error) (code string, status int) {
+func errorCode(err error) (code wire.Code, status int) {
 	switch {
 	case errors.Is(err, chatd.ErrTooLarge):
 		// 400, not 413: the contract answers every bad body with 400; the
 		// code tells the client which rule it broke.
-		return codeTooLarge, fiber.StatusBadRequest
+		return wire.CodeTooLarge, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrTooManyMembers):
-		return codeTooMany, fiber.StatusBadRequest
+		return wire.CodeTooManyMembers, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrInvalid):
-		return codeInvalid, fiber.StatusBadRequest
+		return wire.CodeInvalid, fiber.StatusBadRequest
 	case errors.Is(err, chatd.ErrForbidden):
-		return codeForbidden, fiber.StatusForbidden
+		return wire.CodeForbidden, fiber.StatusForbidden
 	case errors.Is(err, chatd.ErrNotFound):
-		return codeNotFound, fiber.StatusNotFound
+		return wire.CodeNotFound, fiber.StatusNotFound
 	case errors.Is(err, chatd.ErrCIDConflict):
-		return codeCIDConflict, fiber.StatusConflict
+		return wire.CodeCIDConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrConflict):
-		return codeConflict, fiber.StatusConflict
+		return wire.CodeConflict, fiber.StatusConflict
 	case errors.Is(err, chatd.ErrRateLimited):
-		return codeRateLimited, fiber.StatusTooManyRequests
+		return wire.CodeRateLimited, fiber.StatusTooManyRequests
 	case errors.Is(err, chatd.ErrOverloaded):
-		return codeOverloaded, fiber.StatusServiceUnavailable
+		return wire.CodeOverloaded, fiber.StatusServiceUnavailable
 	case errors.Is(err, chatd.ErrUnavailable), errors.Is(err, chatd.ErrClosed),
 		errors.Is(err, context.DeadlineExceeded):
-		return codeUnavailable, fiber.StatusServiceUnavailable
+		return wire.CodeUnavailable, fiber.StatusServiceUnavailable
 	}
-	return codeInternal, fiber.StatusInternalServerError
+	return wire.CodeInternal, fiber.StatusInternalServerError
 }
 
 // rejectCode maps a send failure to a `rejected` code. The contract's set is
 // closed (overloaded|rate_limited|forbidden|not_found|invalid|too_large), so
 // failures outside it (a failed transaction, shutdown) become overloaded:
 // nothing was stored and the client may resend with the same cid.
-func rejectCode(err error) string {
+func rejectCode(err error) wire.Code {
 	code, _ := errorCode(err)
 	switch code {
-	case codeInvalid, codeTooLarge, codeForbidden, codeNotFound, codeRateLimited:
+	case wire.CodeInvalid, wire.CodeTooLarge, wire.CodeForbidden, wire.CodeNotFound, wire.CodeRateLimited:
 		return code
-	case codeConflict, codeCIDConflict:
-		return codeInvalid
-	case codeTooMany:
-		return codeTooLarge
+	case wire.CodeConflict, wire.CodeCIDConflict:
+		return wire.CodeInvalid
+	case wire.CodeTooManyMembers:
+		return wire.CodeTooLarge
 	}
-	return codeOverloaded
+	return wire.CodeOverloaded
 }
 
 // errorBody is the JSON error of every REST failure.
 type errorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
+	Error string    `json:"error"`
+	Code  wire.Code `json:"code"`
 }
 
-func writeError(c *fiber.Ctx, status int, code, msg string) error {
+func writeError(c *fiber.Ctx, status int, code wire.Code, msg string) error {
 	return c.Status(status).JSON(errorBody{Error: msg, Code: code})
 }
 
@@ -97,7 +82,7 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 		} else {
 			s.log.Debug("request unavailable", "method", c.Method(), "path", c.Route().Path, "err", err)
 		}
-		msg = code
+		msg = string(code)
 	}
 	return writeError(c, status, code, msg)
 }
@@ -107,16 +92,16 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 func (s *Server) fiberErrors(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		code := codeInvalid
+		code := wire.CodeInvalid
 		switch fe.Code {
 		case fiber.StatusNotFound:
-			code = codeNotFound
+			code = wire.CodeNotFound
 		case fiber.StatusRequestEntityTooLarge:
-			code = codeTooLarge
+			code = wire.CodeTooLarge
 		case fiber.StatusServiceUnavailable:
-			code = codeUnavailable
+			code = wire.CodeUnavailable
 		case fiber.StatusUnauthorized:
-			code = codeUnauthorized
+			code = wire.CodeUnauthorized
 		}
 		return writeError(c, fe.Code, code, fe.Message)
 	}

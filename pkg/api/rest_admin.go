@@ -3,13 +3,14 @@ package api
 import (
 	"slices"
 
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
 
 // requireAdmin lets only Config.AdminUsers through (403 otherwise).
 func (s *Server) requireAdmin(c *fiber.Ctx) error {
 	if !slices.Contains(s.cfg.AdminUsers, identity(c).User) {
-		return writeError(c, fiber.StatusForbidden, codeForbidden, "admin only")
+		return writeError(c, fiber.StatusForbidden, wire.CodeForbidden, "admin only")
 	}
 	return c.Next()
 }
@@ -17,7 +18,7 @@ func (s *Server) requireAdmin(c *fiber.Ctx) error {
 // outbox: GET /api/admin/outbox → the delivery buffer's admin view.
 func (s *Server) outbox(c *fiber.Ctx) error {
 	if s.cfg.Outbox == nil {
-		return writeError(c, fiber.StatusNotFound, codeNotFound, "no outbox view configured")
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "no outbox view configured")
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()

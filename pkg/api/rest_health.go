@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -15,14 +16,14 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 // and the server is not shutting down (see Unready).
 func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.unready.Load() || s.gw.closing() {
-		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
+		return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "shutting down")
 	}
 	if s.cfg.Ready != nil {
 		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
 			s.log.Warn("not ready", "err", err)
-			return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "not ready")
+			return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "not ready")
 		}
 	}
 	return c.JSON(fiber.Map{"status": "ready"})

@@ -8,6 +8,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -63,7 +64,7 @@ func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
 		return q, fmt.Errorf("since and after_seq are exclusive: %w", chatd.ErrInvalid)
 	}
 	if since != "" {
-		if !validMessageID(since) {
+		if !wire.ValidMessageID(since) {
 			return q, fmt.Errorf("since %.80q is not a message id: %w", since, chatd.ErrInvalid)
 		}
 		q.SinceID = since

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
@@ -174,7 +175,7 @@ func (s *Server) limitREST(c *fiber.Ctx) error {
 	ok, wait := s.rest.allow(identity(c).User)
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
-		return writeError(c, fiber.StatusTooManyRequests, codeRateLimited, "too many requests")
+		return writeError(c, fiber.StatusTooManyRequests, wire.CodeRateLimited, "too many requests")
 	}
 	return c.Next()
 }

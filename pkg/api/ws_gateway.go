@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 )
@@ -44,20 +45,20 @@ func newGateway(s *Server) *gateway {
 // a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
 func (g *gateway) preUpgrade(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
-		return writeError(c, fiber.StatusUpgradeRequired, codeInvalid, "websocket upgrade required")
+		return writeError(c, fiber.StatusUpgradeRequired, wire.CodeInvalid, "websocket upgrade required")
 	}
 	if g.closing() {
-		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable, "shutting down")
+		return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "shutting down")
 	}
 	if err := g.cfg.Delivery.Ready(); err != nil {
 		// Until the node's consumer exists (and while NATS is unreachable)
 		// a session would miss live messages after its `hello`.
 		c.Set(fiber.HeaderRetryAfter, "1")
-		return writeError(c, fiber.StatusServiceUnavailable, codeUnavailable,
+		return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable,
 			"live delivery not ready on this node; retry shortly or use another node")
 	}
 	if !g.originAllowed(c.Get(fiber.HeaderOrigin), string(c.Request().Host())) {
-		return writeError(c, fiber.StatusForbidden, codeForbidden, "origin not allowed")
+		return writeError(c, fiber.StatusForbidden, wire.CodeForbidden, "origin not allowed")
 	}
 	token := c.Query("token")
 	if token == "" {
@@ -188,7 +189,7 @@ func (g *gateway) shutdown(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	for _, s := range all {
-		s.closeWith(closeGoingAway, "server shutting down")
+		s.closeWith(wire.CloseGoingAway, "server shutting down")
 	}
 	done := make(chan struct{})
 	go func() { g.live.Wait(); close(done) }()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
 
@@ -98,7 +99,7 @@ func readFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
 func (s *session) readFailed(err error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		s.closeWith(closeIdle, "idle")
+		s.closeWith(wire.CloseIdle, "idle")
 		return
 	}
 	s.closeWith(closeNone, "")
@@ -106,51 +107,51 @@ func (s *session) readFailed(err error) {
 
 func (s *session) violation(reason string) {
 	s.g.metrics.framesIn.WithLabelValues("protocol").Inc()
-	s.closeWith(closeProtocol, reason)
+	s.closeWith(wire.CloseProtocol, reason)
 }
 
 // handle acts on one client frame.
 func (s *session) handle(data []byte) {
-	f, err := DecodeFrame(data, s.g.cfg.Limits.MaxFrameBytes)
+	f, err := wire.DecodeClientFrame(data, s.g.cfg.Limits.MaxFrameBytes)
 	switch {
-	case errors.Is(err, ErrProtocol):
+	case errors.Is(err, wire.ErrProtocol):
 		s.violation("frame is not JSON")
 		return
 	case err != nil:
 		s.g.metrics.framesIn.WithLabelValues("invalid").Inc()
-		s.reject(f.CID, codeInvalid, err.Error())
+		s.reject(f.CID, wire.CodeInvalid, err.Error())
 		return
 	}
 	s.g.metrics.framesIn.WithLabelValues(string(f.Type)).Inc()
 	switch f.Type {
-	case FrameSend:
+	case wire.FrameSend:
 		s.onSend(f)
-	case FrameAck:
+	case wire.FrameAck:
 		s.g.cfg.Delivery.Ack(s, f.IDs)
-	case FrameRead:
+	case wire.FrameRead:
 		s.onRead(f)
-	case FramePing:
-		s.send(pongFrame, "pong")
+	case wire.FramePing:
+		s.send(wire.AppendPong(nil), "pong")
 	}
 }
 
-func (s *session) reject(cid, code, msg string) {
-	s.g.metrics.rejects.WithLabelValues(code).Inc()
-	s.send(appendRejected(nil, cid, code, msg), "rejected")
+func (s *session) reject(cid string, code wire.Code, msg string) {
+	s.g.metrics.rejects.WithLabelValues(string(code)).Inc()
+	s.send(wire.AppendRejected(nil, cid, code, msg), "rejected")
 }
 
 // limited rejects a frame over the rate or credit limit, and closes with
 // 4008 once the client keeps going regardless (see sendLimits.abusive).
 func (s *session) limited(cid, msg string) {
-	s.reject(cid, codeRateLimited, msg)
+	s.reject(cid, wire.CodeRateLimited, msg)
 	if s.limits.abusive(time.Now()) {
-		s.closeWith(closeRateAbuse, "rate or credit violation")
+		s.closeWith(wire.CloseRate, "rate or credit violation")
 	}
 }
 
 // onSend checks the connection's limits and the body, then submits to
 // ingest; the answer comes back through onResult after commit (G1).
-func (s *session) onSend(f ClientFrame) {
+func (s *session) onSend(f wire.ClientFrame) {
 	if !s.limits.allow(time.Now()) {
 		s.limited(f.CID, "over rate_per_s/rate_burst")
 		return
@@ -182,7 +183,7 @@ func (s *session) onResult(cid string, r ingest.Result) {
 		s.reject(cid, rejectCode(r.Err), clientMessage(r.Err))
 		return
 	}
-	s.send(appendAccepted(nil, &r.Message), "accepted")
+	s.send(wire.AppendAccepted(nil, &r.Message), "accepted")
 }
 
 // clientMessage is the error text a client sees: the domain message for its
@@ -190,12 +191,12 @@ func (s *session) onResult(cid string, r ingest.Result) {
 func clientMessage(err error) string {
 	code, status := errorCode(err)
 	if status >= 500 {
-		return code
+		return string(code)
 	}
 	return err.Error()
 }
 
-func (s *session) onRead(f ClientFrame) {
+func (s *session) onRead(f wire.ClientFrame) {
 	if !s.limits.allow(time.Now()) {
 		s.limited("", "over rate_per_s/rate_burst")
 		return

@@ -2,10 +2,9 @@ package api
 
 import (
 	"context"
-	"strconv"
 	"sync"
 
-	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 )
 
 // maxPendingReads bounds the chats whose read state a session holds unsaved.
@@ -88,7 +87,7 @@ func (m *readMarker) store(chat, upto string) {
 		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
 		return
 	}
-	frame := receiptFrame(chat, s.id.User, pos)
+	frame := wire.AppendReceipt(nil, chat, s.id.User, pos.Upto, pos.Seq)
 	for _, member := range c.Members {
 		for _, other := range s.g.sessionsOf(member) {
 			if other != s {
@@ -96,15 +95,4 @@ func (m *readMarker) store(chat, upto string) {
 			}
 		}
 	}
-}
-
-// receiptFrame is the `receipt` frame for a stored read position: the
-// baseline frame from appendReceipt with the read_seq appended as "seq"
-// (protocol v2), so a client learns the position without looking the
-// message up.
-func receiptFrame(chat, user string, pos chatd.ReadPosition) []byte {
-	f := appendReceipt(nil, chat, user, pos.Upto)
-	f = append(f[:len(f)-1], `,"seq":`...) // reopen the object: drop its '}'
-	f = strconv.AppendInt(f, pos.Seq, 10)
-	return append(f, '}')
 }

@@ -8,42 +8,37 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
 
-// Close codes of the wire contract.
 const (
-	closeNone        = 0 // the peer closed or vanished: no close frame to send
-	closeGoingAway   = websocket.CloseGoingAway
-	closeAbandoned   = 4000
-	closeOverloaded  = 4001
-	closeIdle        = 4002
-	closeSuperseded  = 4003
-	closeRateAbuse   = 4008
-	closeProtocol    = 4400
-	closeHandshake   = time.Second // how long a closing session waits for the peer's close
-	controlFrameWait = time.Second // write deadline of close frames
+	// closeNone: the peer closed or vanished, so there is no close frame
+	// to send. Not a wire code: it never leaves the process.
+	closeNone        wire.CloseCode = 0
+	closeHandshake                  = time.Second // how long a closing session waits for the peer's close
+	controlFrameWait                = time.Second // write deadline of close frames
 )
 
 // closeCode maps push's withdrawal reasons to close codes.
-func closeCode(r push.Reason) int {
+func closeCode(r push.Reason) wire.CloseCode {
 	switch r {
 	case push.ReasonAbandoned:
-		return closeAbandoned
+		return wire.CloseAbandoned
 	case push.ReasonOverloaded:
-		return closeOverloaded
+		return wire.CloseOverloaded
 	case push.ReasonIdle:
-		return closeIdle
+		return wire.CloseIdle
 	case push.ReasonSuperseded:
-		return closeSuperseded
+		return wire.CloseSuperseded
 	case push.ReasonResync:
 		// The node's consumer was recreated: like an abandon, the client
 		// reconnects and resyncs from history.
-		return closeAbandoned
+		return wire.CloseAbandoned
 	}
 	// ReasonShutdown, ReasonUnavailable: reconnect, to another node if
 	// this one is going or cannot reach NATS.
-	return closeGoingAway
+	return wire.CloseGoingAway
 }
 
 // outFrame is one queued server frame: a message to encode on the writer
@@ -74,8 +69,8 @@ type session struct {
 	pingEnded bool        // guarded by pingMu
 
 	closeOnce sync.Once
-	code      int    // set once, before stop is closed
-	reason    string // close frame text
+	code      wire.CloseCode // set once, before stop is closed
+	reason    string         // close frame text
 
 	// deadlineMu orders read-deadline changes: once closing, the reader must
 	// not push the deadline back out past the close handshake's.
@@ -130,13 +125,13 @@ func (s *session) Close(reason push.Reason) {
 // closeWith chooses the session's close code (the first caller wins) and
 // wakes the writer, which sends the close frame. It reports whether this
 // call chose.
-func (s *session) closeWith(code int, reason string) bool {
+func (s *session) closeWith(code wire.CloseCode, reason string) bool {
 	chose := false
 	s.closeOnce.Do(func() {
 		s.code, s.reason, chose = code, reason, true
 		label := "peer"
 		if code != closeNone {
-			label = strconv.Itoa(code)
+			label = strconv.Itoa(int(code))
 		}
 		s.g.metrics.closes.WithLabelValues(label).Inc()
 		close(s.stop)
@@ -168,7 +163,7 @@ func (s *session) send(data []byte, kind string) {
 	}
 	if !s.enqueue(outFrame{data: data, kind: kind}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
-		s.closeWith(closeOverloaded, "outbound queue full")
+		s.closeWith(wire.CloseOverloaded, "outbound queue full")
 	}
 }
 
@@ -186,7 +181,7 @@ func (s *session) offer(data []byte, kind string) {
 // shutting down, or live delivery is not ready) with 1001 going away: the
 // client reconnects, here or to another node, and resyncs from history.
 func (s *session) refuse(why string) {
-	msg := websocket.FormatCloseMessage(closeGoingAway, why)
+	msg := websocket.FormatCloseMessage(int(wire.CloseGoingAway), why)
 	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
 }
 
@@ -203,7 +198,7 @@ func (s *session) run() {
 	// No writer can run (this goroutine holds the role), so writing the
 	// close frame here is safe.
 	if err := d.Attach(s); err != nil {
-		s.closeWith(closeGoingAway, "live delivery not ready")
+		s.closeWith(wire.CloseGoingAway, "live delivery not ready")
 		s.log.Info("session refused", "err", err)
 		s.refuse("live delivery not ready; reconnect")
 		return
@@ -212,7 +207,7 @@ func (s *session) run() {
 	// hello is written here while this goroutine holds the writer role
 	// (outQueue starts taken), so it is the first frame even if push
 	// delivered while Attach returned.
-	hello := appendHello(nil, s.id, &s.g.cfg.Limits)
+	hello := wire.AppendHello(nil, s.id.User, s.id.Device, s.g.cfg.Limits.announced())
 	if err := s.write(hello); err != nil {
 		s.closeWith(closeNone, "")
 		return
@@ -274,7 +269,7 @@ func (s *session) writeRun() {
 		for _, f := range batch {
 			data := f.data
 			if f.msg != nil {
-				buf = AppendMsgFrame(buf[:0], f.msg)
+				buf = wire.AppendMsg(buf[:0], f.msg)
 				data = buf
 			}
 			if err := s.write(data); err != nil {
@@ -330,10 +325,10 @@ func (s *session) writeClose() {
 		s.abort()
 		return
 	}
-	if s.code != closeOverloaded { // an overloaded client is not reading
+	if s.code != wire.CloseOverloaded { // an overloaded client is not reading
 		s.flush(time.Now().Add(controlFrameWait))
 	}
-	msg := websocket.FormatCloseMessage(s.code, s.reason)
+	msg := websocket.FormatCloseMessage(int(s.code), s.reason)
 	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
 	s.deadlineMu.Lock()
 	_ = s.conn.SetReadDeadline(time.Now().Add(closeHandshake))
@@ -346,7 +341,7 @@ func (s *session) flush(deadline time.Time) {
 	for _, f := range s.out.drain() {
 		data := f.data
 		if f.msg != nil {
-			buf = AppendMsgFrame(buf[:0], f.msg)
+			buf = wire.AppendMsg(buf[:0], f.msg)
 			data = buf
 		}
 		if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {

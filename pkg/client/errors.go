@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 )
 
 // Errors returned by the client.
@@ -24,15 +25,17 @@ var (
 	ErrPending = errors.New("cid already pending")
 )
 
-// Close codes of the wire contract.
+// Close codes of the wire contract (pkg/wire's), as the plain ints that
+// CloseError, State and Stats carry: those also hold codes the contract
+// does not name (0, 1000, 1006).
 const (
-	CloseAbandoned    = 4000
-	CloseOverloaded   = 4001
-	CloseIdle         = 4002
-	CloseSuperseded   = 4003
-	CloseRate         = 4008
-	CloseProtocol     = 4400
-	CloseUnauthorized = 4401
+	CloseAbandoned    = int(wire.CloseAbandoned)
+	CloseOverloaded   = int(wire.CloseOverloaded)
+	CloseIdle         = int(wire.CloseIdle)
+	CloseSuperseded   = int(wire.CloseSuperseded)
+	CloseRate         = int(wire.CloseRate)
+	CloseProtocol     = int(wire.CloseProtocol)
+	CloseUnauthorized = int(wire.CloseUnauthorized)
 )
 
 // CloseReason names a close code; codes outside the contract read "close N",
@@ -43,26 +46,10 @@ func CloseReason(code int) string {
 		return "network"
 	case 1000:
 		return "normal"
-	case 1001:
-		return "going away"
 	case 1006:
 		return "abnormal"
-	case CloseAbandoned:
-		return "abandoned"
-	case CloseOverloaded:
-		return "overloaded"
-	case CloseIdle:
-		return "idle"
-	case CloseSuperseded:
-		return "superseded"
-	case CloseRate:
-		return "rate"
-	case CloseProtocol:
-		return "protocol"
-	case CloseUnauthorized:
-		return "unauthorized"
 	}
-	return fmt.Sprintf("close %d", code)
+	return wire.CloseCode(code).String()
 }
 
 // RejectedError is a `rejected` answer to a send: the message was not stored.
@@ -71,7 +58,7 @@ func CloseReason(code int) string {
 // chatd.ErrNotFound, chatd.ErrInvalid, chatd.ErrTooLarge).
 type RejectedError struct {
 	CID     string
-	Code    string
+	Code    wire.Code
 	Message string
 }
 
@@ -82,17 +69,17 @@ func (e *RejectedError) Error() string {
 // Unwrap returns the domain error of the code, or nil for an unknown code.
 func (e *RejectedError) Unwrap() error {
 	switch e.Code {
-	case "overloaded":
+	case wire.CodeOverloaded:
 		return chatd.ErrOverloaded
-	case "rate_limited":
+	case wire.CodeRateLimited:
 		return chatd.ErrRateLimited
-	case "forbidden":
+	case wire.CodeForbidden:
 		return chatd.ErrForbidden
-	case "not_found":
+	case wire.CodeNotFound:
 		return chatd.ErrNotFound
-	case "invalid":
+	case wire.CodeInvalid:
 		return chatd.ErrInvalid
-	case "too_large":
+	case wire.CodeTooLarge:
 		return chatd.ErrTooLarge
 	}
 	return nil
@@ -101,7 +88,7 @@ func (e *RejectedError) Unwrap() error {
 // Temporary reports whether the same send may succeed later (overloaded or
 // rate_limited); retry it with SendCID and the same cid.
 func (e *RejectedError) Temporary() bool {
-	return e.Code == "overloaded" || e.Code == "rate_limited"
+	return e.Code.Temporary()
 }
 
 // CloseError is how a session ended: the close code (0 when the connection

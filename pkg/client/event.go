@@ -71,9 +71,11 @@ type State struct {
 	Reason    string
 }
 
-// Receipt is a `receipt` frame: User read Chat up to message Upto.
+// Receipt is a `receipt` frame: User read Chat up to message Upto, whose
+// seq is Seq (the user's read position; it never goes back).
 type Receipt struct {
 	Chat string `json:"chat"`
 	User string `json:"user"`
 	Upto string `json:"upto"`
+	Seq  int64  `json:"seq"`
 }

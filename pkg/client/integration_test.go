@@ -420,8 +420,8 @@ func TestIntegrationReadReceipt(t *testing.T) {
 		got := append([]client.Receipt(nil), ac.receipts...)
 		ac.mu.Unlock()
 		if len(got) > 0 {
-			if got[0].User != "bob" || got[0].Chat != chat || got[0].Upto != ids[0] {
-				t.Fatalf("receipt %+v, want bob read %s up to %s", got[0], chat, ids[0])
+			if got[0].User != "bob" || got[0].Chat != chat || got[0].Upto != ids[0] || got[0].Seq != 1 {
+				t.Fatalf("receipt %+v, want bob read %s up to %s (seq 1)", got[0], chat, ids[0])
 			}
 			break
 		}

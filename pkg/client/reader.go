@@ -5,11 +5,15 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 )
 
 // readLoop reads frames until the connection ends and returns why, as a
-// *CloseError. Every frame, pongs included, extends the read deadline.
+// *CloseError. Every frame, pongs included, extends the read deadline. One
+// frame value is decoded into again and again: the handlers copy what they
+// keep.
 func (s *session) readLoop(ctx context.Context) error {
+	var f wire.ServerFrame
 	for {
 		if ctx.Err() == nil {
 			// After a clean shutdown began, the deadline set there stands.
@@ -21,8 +25,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		if err != nil {
 			return closeError(err)
 		}
-		var f inFrame
-		if err := unmarshalFrame(data, &f); err != nil {
+		if err := wire.DecodeServerFrame(data, &f); err != nil {
 			s.c.log.Warn("ignoring undecodable frame", "err", err)
 			continue
 		}
@@ -30,17 +33,17 @@ func (s *session) readLoop(ctx context.Context) error {
 	}
 }
 
-func (s *session) handle(ctx context.Context, f *inFrame) {
+func (s *session) handle(ctx context.Context, f *wire.ServerFrame) {
 	switch f.Type {
-	case "msg":
+	case wire.FrameMsg:
 		s.onMsg(ctx, f)
-	case "accepted":
+	case wire.FrameAccepted:
 		s.onAccepted(ctx, f)
-	case "rejected":
+	case wire.FrameRejected:
 		s.onRejected(f)
-	case "receipt":
-		s.c.emit(ctx, Event{Kind: EventReceipt, Receipt: Receipt{Chat: f.Chat, User: f.User, Upto: f.Upto}})
-	case "pong", "hello":
+	case wire.FrameReceipt:
+		s.c.emit(ctx, Event{Kind: EventReceipt, Receipt: Receipt{Chat: f.Chat, User: f.User, Upto: f.Upto, Seq: f.Seq}})
+	case wire.FramePong, wire.FrameHello:
 	default:
 		// Newer servers may add frames; ignoring them keeps old clients working.
 		s.c.log.Debug("ignoring unknown frame", "type", f.Type)
@@ -50,13 +53,13 @@ func (s *session) handle(ctx context.Context, f *inFrame) {
 // onMsg acks the frame (duplicates too: the server counts the ack, not the
 // message) and merges it by seq. A frame held behind a gap schedules a
 // history fetch of the gap unless it is filled live within GapWait.
-func (s *session) onMsg(ctx context.Context, f *inFrame) {
+func (s *session) onMsg(ctx context.Context, f *wire.ServerFrame) {
 	c := s.c
 	c.stats.msgFrames.Add(1)
 	if f.ID != "" {
 		s.acker.add(f.ID)
 	}
-	if c.deliver([]chatd.Message{f.message()}, ViaLive) > 0 {
+	if c.deliver([]chatd.Message{f.Message()}, ViaLive) > 0 {
 		c.stats.dupFrames.Add(1)
 	}
 	if c.tracker.hasGap(f.Chat) {
@@ -67,7 +70,7 @@ func (s *session) onMsg(ctx context.Context, f *inFrame) {
 // onAccepted answers the waiting send and, since the server does not deliver
 // a message to the device that sent it, merges the message itself so the
 // chat's seq stays contiguous.
-func (s *session) onAccepted(ctx context.Context, f *inFrame) {
+func (s *session) onAccepted(ctx context.Context, f *wire.ServerFrame) {
 	c := s.c
 	c.stats.accepted.Add(1)
 	s.release(f.CID)
@@ -81,9 +84,9 @@ func (s *session) onAccepted(ctx context.Context, f *inFrame) {
 	}
 }
 
-func (s *session) onRejected(f *inFrame) {
+func (s *session) onRejected(f *wire.ServerFrame) {
 	c := s.c
-	c.stats.reject(f.Code)
+	c.stats.reject(string(f.Code))
 	if f.CID == "" {
 		c.log.Warn("send rejected without cid", "code", f.Code, "error", f.Error)
 		return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 )
 
 // ListChats returns the caller's chats (GET /api/chats), each with the
@@ -86,8 +87,8 @@ func (c *Client) PostMessage(ctx context.Context, chat, cid, body string) (Accep
 // APIError is a REST call's error answer.
 type APIError struct {
 	Status  int
-	Code    string `json:"code"`
-	Message string `json:"error"`
+	Code    wire.Code `json:"code"`
+	Message string    `json:"error"`
 }
 
 func (e *APIError) Error() string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
 
@@ -140,16 +141,16 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 }
 
 // readHello waits for the first frame, which must be `hello`.
-func (c *Client) readHello(conn *websocket.Conn) (*inFrame, error) {
+func (c *Client) readHello(conn *websocket.Conn) (*wire.ServerFrame, error) {
 	if err := conn.SetReadDeadline(time.Now().Add(c.cfg.DialTimeout)); err != nil {
 		return nil, fmt.Errorf("read hello: %w", err)
 	}
-	var f inFrame
 	_, data, err := conn.ReadMessage()
 	if err != nil {
 		return nil, fmt.Errorf("read hello: %w", closeError(err))
 	}
-	if err := unmarshalFrame(data, &f); err != nil || f.Type != "hello" {
+	var f wire.ServerFrame
+	if err := wire.DecodeServerFrame(data, &f); err != nil || f.Type != wire.FrameHello {
 		return nil, fmt.Errorf("read hello: first frame %.80q is not hello", data)
 	}
 	return &f, nil

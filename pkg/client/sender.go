@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -69,7 +70,7 @@ func (c *Client) SendCID(ctx context.Context, chat, cid, body string) (Accepted,
 		} else if err != nil {
 			return Accepted{}, fmt.Errorf("send %s: %w", cid, err)
 		}
-		if err := s.write(sendFrame{Type: "send", Chat: chat, CID: cid, Body: body}); err == nil {
+		if err := s.write(&wire.ClientFrame{Type: wire.FrameSend, Chat: chat, CID: cid, Body: body}); err == nil {
 			c.stats.sendFrames.Add(1)
 			if written {
 				c.stats.resends.Add(1)
@@ -156,7 +157,7 @@ func (c *Client) Read(ctx context.Context, chat, upto string) error {
 	if s == nil {
 		return fmt.Errorf("read receipt: %w", ErrNotConnected)
 	}
-	if err := s.write(readFrame{Type: "read", Chat: chat, Upto: upto}); err != nil {
+	if err := s.write(&wire.ClientFrame{Type: wire.FrameRead, Chat: chat, Upto: upto}); err != nil {
 		return fmt.Errorf("read receipt: %w", err)
 	}
 	return nil

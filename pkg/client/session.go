@@ -2,19 +2,24 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
 
 // closeWait bounds how long a clean shutdown waits for the server to answer
 // our close frame before dropping the connection.
 const closeWait = time.Second
+
+// maxKeptWriteBuf: a session keeps its frame buffer between writes up to
+// this size (any send of a default-sized body fits), so writing allocates
+// nothing in the steady state, yet a fleet of idle sessions holds little.
+const maxKeptWriteBuf = 4 << 10
 
 // session is one WebSocket connection from hello to close. Its goroutines
 // (acker, pinger, syncer, closer) are started and waited for by runSession.
@@ -33,13 +38,14 @@ type session struct {
 	// connection; nil when hello set no limit.
 	credits chan struct{}
 
-	wmu sync.Mutex // one frame writer at a time (the library allows one)
+	wmu  sync.Mutex // one frame writer at a time (the library allows one)
+	wbuf []byte     // guarded by wmu; reused, frames are encoded into it
 
 	mu       sync.Mutex
 	inflight map[string]int // cid → sends on this connection holding a credit
 }
 
-func newSession(c *Client, conn *websocket.Conn, hello *inFrame) *session {
+func newSession(c *Client, conn *websocket.Conn, hello *wire.ServerFrame) *session {
 	s := &session{
 		c:        c,
 		conn:     conn,
@@ -60,7 +66,7 @@ func newSession(c *Client, conn *websocket.Conn, hello *inFrame) *session {
 	// the frame's envelope.
 	maxIDs := 1000
 	if fb := hello.Limits.MaxFrameBytes; fb > 0 {
-		maxIDs = max(1, min(maxIDs, (fb-64)/32))
+		maxIDs = int(max(1, min(int64(maxIDs), (fb-64)/32)))
 	}
 	s.acker = newAcker(c.cfg.AckDelay, maxIDs, s.writeAck)
 	s.syncer = newSyncer(s)
@@ -70,7 +76,7 @@ func newSession(c *Client, conn *websocket.Conn, hello *inFrame) *session {
 // runSession runs one connected session until the connection ends; it
 // returns the *CloseError that ended it after every session goroutine has
 // stopped and the connection is closed.
-func (c *Client) runSession(ctx context.Context, conn *websocket.Conn, hello *inFrame) error {
+func (c *Client) runSession(ctx context.Context, conn *websocket.Conn, hello *wire.ServerFrame) error {
 	s := newSession(c, conn, hello)
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -162,22 +168,27 @@ func (s *session) pinger(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := s.write(pingFrame); err != nil {
+			if err := s.write(&wire.ClientFrame{Type: wire.FramePing}); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// write sends one JSON frame. A failed write closes the connection: the
-// stream is broken and the read loop must end the session.
-func (s *session) write(v any) error {
+// write sends one frame. A failed write closes the connection: the stream
+// is broken and the read loop must end the session.
+func (s *session) write(f *wire.ClientFrame) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.conn.SetWriteDeadline(time.Now().Add(s.c.cfg.WriteTimeout)); err != nil {
 		return fmt.Errorf("write frame: %w", err)
 	}
-	if err := s.conn.WriteJSON(v); err != nil {
+	s.wbuf = wire.AppendClientFrame(s.wbuf[:0], f)
+	err := s.conn.WriteMessage(websocket.TextMessage, s.wbuf)
+	if cap(s.wbuf) > maxKeptWriteBuf {
+		s.wbuf = nil // one large send does not pin its buffer for good
+	}
+	if err != nil {
 		s.conn.Close()
 		return fmt.Errorf("write frame: %w", err)
 	}
@@ -185,7 +196,7 @@ func (s *session) write(v any) error {
 }
 
 func (s *session) writeAck(ids []string) error {
-	if err := s.write(ackFrame{Type: "ack", IDs: ids}); err != nil {
+	if err := s.write(&wire.ClientFrame{Type: wire.FrameAck, IDs: ids}); err != nil {
 		return err
 	}
 	s.c.stats.ackFrames.Add(1)
@@ -230,15 +241,8 @@ func (s *session) release(cid string) {
 
 var errSessionDone = errors.New("session ended")
 
-func unmarshalFrame(data []byte, f *inFrame) error {
-	if err := json.Unmarshal(data, f); err != nil {
-		return fmt.Errorf("decode frame: %w", err)
-	}
-	return nil
-}
-
 // ownMessage is the message this client sent, as the accepted frame and the
 // pending send describe it.
-func (s *session) ownMessage(f *inFrame, p *pending) chatd.Message {
+func (s *session) ownMessage(f *wire.ServerFrame, p *pending) chatd.Message {
 	return chatd.Message{ID: f.ID, CID: f.CID, Chat: p.chat, From: s.user, Body: p.body, Seq: f.Seq, TS: f.TS}
 }

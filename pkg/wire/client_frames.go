@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"encoding/json"
@@ -9,27 +9,18 @@ import (
 	"github.com/chatd/chatd"
 )
 
-// ErrProtocol marks a client frame that breaks the framing itself (not JSON,
-// not UTF-8, over max_frame_bytes). The gateway closes with 4400; a frame
-// that is JSON but breaks a rule is chatd.ErrInvalid and only `rejected`.
+// ErrProtocol marks a frame that breaks the framing itself (not JSON, not
+// UTF-8, over max_frame_bytes). The server closes with 4400 on it; a client
+// frame that is JSON but breaks a rule is chatd.ErrInvalid and only
+// `rejected`.
 var ErrProtocol = errors.New("protocol violation")
-
-// FrameType names a client frame.
-type FrameType string
-
-// Client frame types of the wire contract.
-const (
-	FrameSend FrameType = "send"
-	FrameAck  FrameType = "ack"
-	FrameRead FrameType = "read"
-	FramePing FrameType = "ping"
-)
 
 // maxEchoCID bounds the cid echoed in a `rejected` for an invalid send, so a
 // malformed frame cannot make the server write back an arbitrarily long id.
 const maxEchoCID = 256
 
-// ClientFrame is one decoded client frame. Only the fields of its Type are set.
+// ClientFrame is one client → server frame. Only the fields of its Type are
+// set; the zero values of the others are not sent.
 type ClientFrame struct {
 	Type FrameType
 	Chat string   // send, read
@@ -39,10 +30,11 @@ type ClientFrame struct {
 	IDs  []string // ack
 }
 
-// wireFrame is the JSON shape of every client frame. Pointers tell a missing
-// or null field from an empty one only where the rules need it; unknown
-// fields are ignored so that clients may add their own (e.g. tracing ids).
-type wireFrame struct {
+// clientJSON is the JSON shape of every client frame. Pointers tell a
+// missing or null field from an empty one only where the rules need it;
+// unknown fields are ignored so that clients may add their own (e.g.
+// tracing ids).
+type clientJSON struct {
 	Type *string  `json:"type"`
 	Chat *string  `json:"chat"`
 	CID  *string  `json:"cid"`
@@ -51,15 +43,16 @@ type wireFrame struct {
 	IDs  []string `json:"ids"`
 }
 
-// DecodeFrame decodes and checks one client frame of at most maxFrameBytes.
-// It returns an error wrapping ErrProtocol when data is over the limit, not
-// valid UTF-8 or not JSON, and one wrapping chatd.ErrInvalid when the frame
-// is JSON but its type is unknown or a field is missing, mistyped or breaks
-// the id rules. On an invalid send frame the returned ClientFrame still
-// carries the cid (when it is a short string) for the `rejected` answer.
-// Body size is not checked here: too_large is decided against the body
-// limit by the gateway. Safe for concurrent use.
-func DecodeFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
+// DecodeClientFrame decodes and checks one client frame of at most
+// maxFrameBytes; the server calls it for every frame it reads. It returns an
+// error wrapping ErrProtocol when data is over the limit, not valid UTF-8 or
+// not JSON, and one wrapping chatd.ErrInvalid when the frame is JSON but its
+// type is unknown (the v2 types included, until the server accepts them) or
+// a field is missing, mistyped or breaks the id rules. On an invalid send
+// frame the returned ClientFrame still carries the cid (when it is a short
+// string) for the `rejected` answer. Body size is not checked here:
+// too_large is decided against the body limit by the caller.
+func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 	if len(data) > maxFrameBytes {
 		return ClientFrame{}, fmt.Errorf("frame is %d bytes, the limit is %d: %w", len(data), maxFrameBytes, ErrProtocol)
 	}
@@ -69,7 +62,7 @@ func DecodeFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 	if !utf8.Valid(data) {
 		return ClientFrame{}, fmt.Errorf("frame is not valid UTF-8: %w", ErrProtocol)
 	}
-	var w wireFrame
+	var w clientJSON
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
@@ -100,7 +93,7 @@ func DecodeFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 	}
 }
 
-func decodeSend(w *wireFrame) (ClientFrame, error) {
+func decodeSend(w *clientJSON) (ClientFrame, error) {
 	f := ClientFrame{Type: FrameSend, CID: echoCID(w.CID)}
 	switch {
 	case w.CID == nil || !chatd.ValidCID(*w.CID):
@@ -114,36 +107,73 @@ func decodeSend(w *wireFrame) (ClientFrame, error) {
 	return f, nil
 }
 
-func decodeAck(w *wireFrame) (ClientFrame, error) {
+func decodeAck(w *clientJSON) (ClientFrame, error) {
 	if len(w.IDs) == 0 {
 		return ClientFrame{}, fmt.Errorf("ack: ids is missing or empty: %w", chatd.ErrInvalid)
 	}
 	for _, id := range w.IDs {
-		if !validMessageID(id) {
+		if !ValidMessageID(id) {
 			return ClientFrame{}, fmt.Errorf("ack: id %.80q is not a message id: %w", id, chatd.ErrInvalid)
 		}
 	}
 	return ClientFrame{Type: FrameAck, IDs: w.IDs}, nil
 }
 
-func decodeRead(w *wireFrame) (ClientFrame, error) {
+func decodeRead(w *clientJSON) (ClientFrame, error) {
 	switch {
 	case w.Chat == nil || !chatd.ValidChatID(*w.Chat):
 		return ClientFrame{}, fmt.Errorf("read: chat must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxChatIDLen, chatd.ErrInvalid)
-	case w.Upto == nil || !validMessageID(*w.Upto):
+	case w.Upto == nil || !ValidMessageID(*w.Upto):
 		return ClientFrame{}, fmt.Errorf("read: upto is not a message id: %w", chatd.ErrInvalid)
 	}
 	return ClientFrame{Type: FrameRead, Chat: *w.Chat, Upto: *w.Upto}, nil
 }
 
-// validMessageID: message ids are ULIDs; the check is the chat id rule (same
-// charset, 64 chars), which every ULID passes, so ids minted another way
-// later still round-trip.
-func validMessageID(s string) bool { return chatd.ValidChatID(s) }
+// ValidMessageID reports whether s may be a message id in a frame (ack ids,
+// read's upto) or a REST cursor: the server refuses anything else before it
+// reaches the store. Message ids are ULIDs; the check is the chat id rule
+// (same charset, 64 chars), which every ULID passes, so ids minted another
+// way later still round-trip.
+func ValidMessageID(s string) bool { return chatd.ValidChatID(s) }
 
 func echoCID(cid *string) string {
 	if cid == nil || len(*cid) > maxEchoCID {
 		return ""
 	}
 	return *cid
+}
+
+// AppendClientFrame appends the JSON of f to dst and returns the result; the
+// client calls it for every frame it writes. It writes the fields of f.Type
+// in the order the contract shows them (send: chat, cid, body; ack: ids;
+// read: chat, upto), and only "type" for a ping or a type it does not know.
+// It does not check the fields: the server is the judge of what is valid,
+// and answers `rejected` with a reason.
+func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, string(f.Type))
+	switch f.Type {
+	case FrameSend:
+		dst = append(dst, `,"chat":`...)
+		dst = appendString(dst, f.Chat)
+		dst = append(dst, `,"cid":`...)
+		dst = appendString(dst, f.CID)
+		dst = append(dst, `,"body":`...)
+		dst = appendString(dst, f.Body)
+	case FrameAck:
+		dst = append(dst, `,"ids":[`...)
+		for i, id := range f.IDs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, id)
+		}
+		dst = append(dst, ']')
+	case FrameRead:
+		dst = append(dst, `,"chat":`...)
+		dst = appendString(dst, f.Chat)
+		dst = append(dst, `,"upto":`...)
+		dst = appendString(dst, f.Upto)
+	}
+	return append(dst, '}')
 }

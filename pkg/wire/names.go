@@ -1,0 +1,125 @@
+package wire
+
+import "strconv"
+
+// FrameType is a frame's "type" field. A type names one frame shape per
+// direction; typing is the one type used both ways (a client says it is
+// typing, the server tells the others).
+type FrameType string
+
+// Client → server frame types.
+const (
+	FrameSend FrameType = "send"
+	FrameAck  FrameType = "ack"
+	FrameRead FrameType = "read"
+	FramePing FrameType = "ping"
+
+	// v2 (docs/protocol.md "Events (v2)"): named here so that both ends
+	// agree on the spelling; the server does not accept them yet and
+	// answers them `rejected invalid` like any unknown type.
+	FrameEdit   FrameType = "edit"
+	FrameDelete FrameType = "delete"
+	FrameReact  FrameType = "react"
+	FrameTyping FrameType = "typing" // also server → client
+	FrameAuth   FrameType = "auth"
+)
+
+// Server → client frame types.
+const (
+	FrameHello    FrameType = "hello"
+	FrameAccepted FrameType = "accepted"
+	FrameRejected FrameType = "rejected"
+	FrameMsg      FrameType = "msg"
+	FrameReceipt  FrameType = "receipt"
+	FramePong     FrameType = "pong"
+
+	// v2; not sent yet.
+	FramePresence FrameType = "presence"
+	FrameAuthed   FrameType = "authed"
+)
+
+// Kind is an event's kind: the msg object's "kind" field. An absent kind
+// means KindMessage.
+type Kind string
+
+// Event kinds (v2). Constants only for now: every stored event is a
+// message until the server accepts the others.
+const (
+	KindMessage  Kind = "message"
+	KindEdit     Kind = "edit"
+	KindDelete   Kind = "delete"
+	KindReaction Kind = "reaction"
+)
+
+// Code is the "code" of a `rejected` frame and of every REST error body.
+type Code string
+
+// Codes of a `rejected` frame. The contract's set is closed: a client may
+// switch over exactly these six.
+const (
+	CodeOverloaded  Code = "overloaded"
+	CodeRateLimited Code = "rate_limited"
+	CodeForbidden   Code = "forbidden"
+	CodeNotFound    Code = "not_found"
+	CodeInvalid     Code = "invalid"
+	CodeTooLarge    Code = "too_large"
+)
+
+// Codes that only REST error bodies carry (docs/protocol.md "REST details");
+// the server maps the failures behind them onto the closed set above before
+// it writes a `rejected` frame.
+const (
+	CodeTooManyMembers Code = "too_many_members"
+	CodeConflict       Code = "conflict"
+	CodeCIDConflict    Code = "cid_conflict"
+	CodeUnavailable    Code = "unavailable"
+	CodeUnauthorized   Code = "unauthorized"
+	CodeInternal       Code = "internal"
+)
+
+// Temporary reports whether a send refused with c may succeed if resent
+// later with the same cid: the server was busy or the client too fast.
+func (c Code) Temporary() bool {
+	return c == CodeOverloaded || c == CodeRateLimited
+}
+
+// CloseCode is a WebSocket close code. It is an int, not a uint16, because
+// the WebSocket library and the client's public API speak int.
+type CloseCode int
+
+// Close codes of the contract, and the standard going-away code the server
+// closes with on shutdown or when it cannot deliver live.
+const (
+	CloseGoingAway    CloseCode = 1001
+	CloseAbandoned    CloseCode = 4000 // did not ack in time
+	CloseOverloaded   CloseCode = 4001 // too many un-acked, or not reading
+	CloseIdle         CloseCode = 4002
+	CloseSuperseded   CloseCode = 4003 // a newer session of the same user and device
+	CloseRate         CloseCode = 4008 // rate or credit violation
+	CloseProtocol     CloseCode = 4400
+	CloseUnauthorized CloseCode = 4401
+)
+
+// String names the code for logs and reports; a code this package does not
+// name reads "close N".
+func (c CloseCode) String() string {
+	switch c {
+	case CloseGoingAway:
+		return "going away"
+	case CloseAbandoned:
+		return "abandoned"
+	case CloseOverloaded:
+		return "overloaded"
+	case CloseIdle:
+		return "idle"
+	case CloseSuperseded:
+		return "superseded"
+	case CloseRate:
+		return "rate"
+	case CloseProtocol:
+		return "protocol"
+	case CloseUnauthorized:
+		return "unauthorized"
+	}
+	return "close " + strconv.Itoa(int(c))
+}
