@@ -99,6 +99,12 @@ func (r *Registry) lose() {
 	r.health = healthStarting
 	r.mu.Unlock()
 	r.withdrawAll(ReasonResync)
+	r.forgetDeliveries()
+}
+
+// forgetDeliveries drops the in-flight deliveries after every session was
+// withdrawn: they refer to a consumer or stream sequences that are gone.
+func (r *Registry) forgetDeliveries() {
 	r.mu.Lock()
 	clear(r.deliveries)
 	clear(r.finals)

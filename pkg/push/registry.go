@@ -269,17 +269,6 @@ func (r *Registry) PinSeqs() []uint64 {
 // no longer exist, so they cannot be trusted. The clients reconnect and
 // resync from history, which is untouched; nothing is lost (G3).
 func (r *Registry) Reset() {
-	r.mu.Lock()
-	conns := make([]Conn, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		conns = append(conns, s.conn)
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
-		r.Withdraw(c, ReasonAbandoned)
-	}
-	r.mu.Lock()
-	clear(r.deliveries)
-	clear(r.finals)
-	r.mu.Unlock()
+	r.withdrawAll(ReasonAbandoned)
+	r.forgetDeliveries()
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,18 +49,7 @@ func mustJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 // runRelay runs a relay until t ends (or stop is called) and returns it.
 func runRelay(t *testing.T, s *store.Store, js jetstream.JetStream) (*stream.Relay, func()) {
 	t.Helper()
-	r, err := stream.NewRelay(stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Standby: 200 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = r.Run(ctx) }()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return r, stop
+	return startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Standby: 200 * time.Millisecond})
 }
 
 // commit stores n messages from alice in chat and returns their outbox ids.
