@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/pkg/client"
 )
 
@@ -23,25 +23,7 @@ import (
 type chatdProc struct {
 	bin, dataDir, addr string
 	cmd                *exec.Cmd
-	out                *syncBuffer
-}
-
-// syncBuffer collects a child's output for the failure report.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out                *testlog.Buffer
 }
 
 // mustBuildChatd builds cmd/chatd into a test temp dir.
@@ -83,7 +65,7 @@ func freeAddr(t *testing.T) string {
 // start runs chatd and waits until /readyz answers 200.
 func (p *chatdProc) start(t *testing.T) {
 	t.Helper()
-	p.out = &syncBuffer{}
+	p.out = &testlog.Buffer{}
 	p.cmd = exec.Command(p.bin, "--data-dir", p.dataDir, "--listen", p.addr,
 		"--jwt-secret", testSecret, "--log-level", "warn")
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

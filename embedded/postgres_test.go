@@ -1,7 +1,6 @@
 package embedded_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -150,7 +149,7 @@ func TestPostgresStartQueryRestartStop(t *testing.T) {
 // covers the /tmp socket fallback.
 func TestPostgresSupervisorRestartsCrashedServer(t *testing.T) {
 	dir := filepath.Join(mustClusterDir(t), strings.Repeat("long-path-segment-", 5), "pg")
-	var logs syncBuffer
+	var logs testlog.Buffer
 	pg := mustStartPostgresLogged(t, dir, slog.New(slog.NewTextHandler(&logs, nil)))
 	dsn := pg.DSN("postgres")
 	if !strings.Contains(dsn, "host=/tmp/chatd-pg-") {
@@ -233,7 +232,7 @@ func TestPostgresUnreachableDirKeepsClusterWhereServerCanReach(t *testing.T) {
 	}
 	dir := filepath.Join(hidden, "data", "pg")
 	root := filepath.Join(filepath.Dir(mustClusterDir(t)), "var-lib-chatd")
-	var logs syncBuffer
+	var logs testlog.Buffer
 	start := func() *embedded.Postgres {
 		t.Helper()
 		pg, err := embedded.StartPostgres(context.Background(), embedded.PostgresConfig{
@@ -335,7 +334,7 @@ func TestFindBinDir(t *testing.T) {
 }
 
 // waitLogLine waits up to 10 s for a log line containing want and returns it.
-func waitLogLine(t *testing.T, logs *syncBuffer, want string) string {
+func waitLogLine(t *testing.T, logs *testlog.Buffer, want string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -349,24 +348,6 @@ func waitLogLine(t *testing.T, logs *syncBuffer, want string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's log goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // writeStalePidFile writes a postmaster.pid naming a live process that is

@@ -1,37 +1,18 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/pkg/ingest"
 )
-
-// lockedBuffer is a log sink safe for the ingest workers and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A database failure repeated for every batch is logged once, and the
 // repeats as one count when ingest stops, not one WARN line per batch: a
@@ -48,7 +29,7 @@ func TestRepeatedCommitFailuresAreSampled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	in, err := ingest.New(ingest.Config{
 		Store: s, BatchSize: 1, Workers: 1,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),

@@ -1,7 +1,6 @@
 package stream_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
@@ -125,7 +125,7 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	var logs logBuffer
+	var logs testlog.Buffer
 	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
@@ -155,24 +155,6 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	if !logged {
 		t.Fatalf("no ERROR line naming chat %s, message %s and the reason in:\n%s", chat.ID, msgID, logs.String())
 	}
-}
-
-// logBuffer collects a logger's output; the relay logs from its own goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // silence makes the delivery stream unable to answer while the connection
