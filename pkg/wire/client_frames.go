@@ -28,6 +28,8 @@ type ClientFrame struct {
 	Body string   // send
 	Upto string   // read
 	IDs  []string // ack
+
+	Token string // auth (v2)
 }
 
 // clientJSON is the JSON shape of every client frame. Pointers tell a
@@ -41,6 +43,8 @@ type clientJSON struct {
 	Body *string  `json:"body"`
 	Upto *string  `json:"upto"`
 	IDs  []string `json:"ids"`
+
+	Token *string `json:"token"` // auth (v2)
 }
 
 // DecodeClientFrame decodes and checks one client frame of at most
@@ -88,6 +92,8 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		return decodeRead(&w)
 	case FramePing:
 		return ClientFrame{Type: FramePing}, nil
+	case FrameAuth:
+		return decodeAuth(&w)
 	default:
 		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
 	}
@@ -174,6 +180,8 @@ func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
 		dst = appendString(dst, f.Chat)
 		dst = append(dst, `,"upto":`...)
 		dst = appendString(dst, f.Upto)
+	case FrameAuth:
+		dst = appendAuth(dst, f)
 	}
 	return append(dst, '}')
 }

@@ -55,6 +55,9 @@ type ServerFrame struct {
 	From string `json:"from"`
 	Body string `json:"body"`
 	Upto string `json:"upto"`
+
+	// authed (v2): the refreshed token's exp, in Unix seconds.
+	Exp int64 `json:"exp"`
 }
 
 // Message is the message a `msg` frame carries.

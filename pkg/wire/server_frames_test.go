@@ -122,7 +122,7 @@ func TestDecodeServerFrame(t *testing.T) {
 			wire.ServerFrame{Type: wire.FramePresence, User: "bob"}, nil},
 		{"v2 receipt with seq", `{"type":"receipt","chat":"c","user":"u","upto":"m","seq":5}`,
 			wire.ServerFrame{Type: wire.FrameReceipt, Chat: "c", User: "u", Upto: "m", Seq: 5}, nil},
-		{"v2 authed", `{"type":"authed","exp":1767225600}`, wire.ServerFrame{Type: wire.FrameAuthed}, nil},
+		{"v2 authed", `{"type":"authed","exp":1767225600}`, wire.ServerFrame{Type: wire.FrameAuthed, Exp: 1767225600}, nil},
 		{"no type", `{}`, wire.ServerFrame{}, nil},
 		{"not JSON", `pong`, wire.ServerFrame{}, wire.ErrProtocol},
 		{"empty", ``, wire.ServerFrame{}, wire.ErrProtocol},
