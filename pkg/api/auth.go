@@ -24,6 +24,9 @@ const maxTokenBytes = 2048
 type Identity struct {
 	User   string
 	Device string
+	// Expires is the token's exp. A WebSocket session is closed with 4401
+	// at this time unless the client refreshes in-band (see ws_auth.go).
+	Expires time.Time
 }
 
 // claims are the token claims the contract names: sub (the user), exp, and an
@@ -107,7 +110,7 @@ func (v *verifier) verify(token string) (Identity, error) {
 	} else if !chatd.ValidDeviceID(dev) {
 		return Identity{}, fmt.Errorf("dev %q is not a device id: %w", dev, ErrUnauthorized)
 	}
-	return Identity{User: c.Subject, Device: dev}, nil
+	return Identity{User: c.Subject, Device: dev, Expires: c.ExpiresAt.Time}, nil
 }
 
 // bearer extracts the token of an `Authorization: Bearer T` header value.

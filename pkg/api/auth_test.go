@@ -32,7 +32,10 @@ func TestIssueAndVerifyToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (api.Identity{User: "alice", Device: "phone"}); got != want {
+	if d := time.Until(got.Expires); d <= 59*time.Minute || d > time.Hour {
+		t.Errorf("Expires in %v, want about an hour", d)
+	}
+	if want := (api.Identity{User: "alice", Device: "phone", Expires: got.Expires}); got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	tok, err = api.IssueToken(testSecret, "bob", "", time.Hour)

@@ -18,6 +18,9 @@ type metrics struct {
 	responses   *prometheus.CounterVec // REST responses by status
 	httpConns   prometheus.Gauge       // open TCP connections on the listener
 	httpRefused prometheus.Counter     // connections refused over MaxConnections
+
+	tokenRefreshes *prometheus.CounterVec // in-band token refreshes, by result (ok, refused)
+	tokenExpired   prometheus.Counter     // sessions closed 4401 because their token expired
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,6 +54,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		httpRefused: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_http_connections_refused_total", Help: "Connections answered 503 and closed because --max-connections were open.",
+		}),
+
+		tokenRefreshes: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_ws_token_refreshes_total", Help: "In-band token refreshes (auth frames), by result: ok, or refused (closed 4401).",
+		}, []string{"result"}),
+		tokenExpired: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_ws_token_expired_total", Help: "WebSocket sessions closed with 4401 because their token expired without a refresh.",
 		}),
 	}
 	return m

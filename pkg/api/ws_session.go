@@ -78,6 +78,8 @@ type session struct {
 
 	limits sendLimits
 	reads  readMarker
+
+	auth tokenLife
 }
 
 func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
@@ -217,9 +219,11 @@ func (s *session) run() {
 		s.startWriter()
 	}
 	s.startPinger()
+	s.startExpiry()
 	defer func() {
 		s.closeWith(closeNone, "")
 		s.stopPinger()
+		s.stopExpiry()
 		s.out.writers.Wait()
 		s.reads.wait()
 	}()
