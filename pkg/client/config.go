@@ -30,6 +30,13 @@ type Config struct {
 	// TokenFunc, when set, is called before every dial and REST call, so a
 	// long-lived client can present a fresh token as the old one expires.
 	TokenFunc func(ctx context.Context) (string, error)
+	// RefreshBefore is how long before the WebSocket token's exp the client
+	// asks TokenFunc for a new one and refreshes the open session in-band
+	// (the server closes with 4401 at exp otherwise). The exp is read from
+	// the JWT's payload, unverified. Zero: once 80% of the token's lifetime,
+	// counted from when the client got it, has passed. Without TokenFunc
+	// there is nothing to refresh with and the session ends at exp.
+	RefreshBefore time.Duration
 
 	// Chats are tracked from seq 0 (their whole retained history is handed
 	// out once). Chats seen later in a `msg` frame are tracked automatically

@@ -75,7 +75,7 @@ func (c *Client) Run(ctx context.Context) error {
 // connectOnce dials, runs one session to its end, and returns how long it
 // stayed up after hello and why it ended.
 func (c *Client) connectOnce(ctx context.Context) (time.Duration, error) {
-	conn, err := c.dial(ctx)
+	conn, tok, err := c.dial(ctx)
 	if err != nil {
 		c.stats.dialFailures.Add(1)
 		return 0, err
@@ -87,7 +87,7 @@ func (c *Client) connectOnce(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	start := time.Now()
-	err = c.runSession(ctx, conn, hello)
+	err = c.runSession(ctx, conn, hello, tok)
 	upFor := time.Since(start)
 
 	var ce *CloseError
@@ -115,11 +115,12 @@ func (c *Client) connectOnce(ctx context.Context) (time.Duration, error) {
 	return upFor, err
 }
 
-// dial opens the WebSocket with the token in the Authorization header.
-func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
+// dial opens the WebSocket with the token in the Authorization header, and
+// returns that token too: the session refreshes it before its exp.
+func (c *Client) dial(ctx context.Context) (*websocket.Conn, string, error) {
 	tok, err := c.token(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	d := websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
@@ -132,12 +133,12 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("dial %s: %w", wsURL, ErrUnauthorized)
+			return nil, "", fmt.Errorf("dial %s: %w", wsURL, ErrUnauthorized)
 		}
-		return nil, fmt.Errorf("dial %s: %w", wsURL, err)
+		return nil, "", fmt.Errorf("dial %s: %w", wsURL, err)
 	}
 	conn.SetReadLimit(c.cfg.MaxFrameBytes)
-	return conn, nil
+	return conn, tok, nil
 }
 
 // readHello waits for the first frame, which must be `hello`.

@@ -22,7 +22,7 @@ const closeWait = time.Second
 const maxKeptWriteBuf = 4 << 10
 
 // session is one WebSocket connection from hello to close. Its goroutines
-// (acker, pinger, syncer, closer) are started and waited for by runSession.
+// (acker, pinger, syncer, refresher, closer) are started and waited for by runSession.
 type session struct {
 	c      *Client
 	conn   *websocket.Conn
@@ -33,6 +33,8 @@ type session struct {
 	acker  *acker
 	syncer *syncer
 	done   chan struct{} // closed when the session has ended
+
+	refresh *refresher
 
 	// credits holds one token per send awaiting its answer on this
 	// connection; nil when hello set no limit.
@@ -45,7 +47,7 @@ type session struct {
 	inflight map[string]int // cid → sends on this connection holding a credit
 }
 
-func newSession(c *Client, conn *websocket.Conn, hello *wire.ServerFrame) *session {
+func newSession(c *Client, conn *websocket.Conn, hello *wire.ServerFrame, token string) *session {
 	s := &session{
 		c:        c,
 		conn:     conn,
@@ -70,17 +72,18 @@ func newSession(c *Client, conn *websocket.Conn, hello *wire.ServerFrame) *sessi
 	}
 	s.acker = newAcker(c.cfg.AckDelay, maxIDs, s.writeAck)
 	s.syncer = newSyncer(s)
+	s.refresh = newRefresher(s, token)
 	return s
 }
 
 // runSession runs one connected session until the connection ends; it
 // returns the *CloseError that ended it after every session goroutine has
 // stopped and the connection is closed.
-func (c *Client) runSession(ctx context.Context, conn *websocket.Conn, hello *wire.ServerFrame) error {
-	s := newSession(c, conn, hello)
+func (c *Client) runSession(ctx context.Context, conn *websocket.Conn, hello *wire.ServerFrame, token string) error {
+	s := newSession(c, conn, hello, token)
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, fn := range []func(context.Context) error{s.acker.run, s.pinger, s.syncer.run} {
+	for _, fn := range []func(context.Context) error{s.acker.run, s.pinger, s.syncer.run, s.refresh.run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

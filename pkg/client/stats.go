@@ -45,6 +45,8 @@ type Stats struct {
 	Disconnects map[int]int64
 	// Held is the number of frames currently held behind gaps.
 	Held int64
+	// TokenRefreshes counts in-band token refreshes the server confirmed.
+	TokenRefreshes int64
 }
 
 // counters is the live, concurrently updated form of Stats.
@@ -55,6 +57,7 @@ type counters struct {
 	ackFrames, ackedIDs                           atomic.Int64
 	sendFrames, resends, accepted                 atomic.Int64
 	connects, dialFailures                        atomic.Int64
+	tokenRefreshes                                atomic.Int64
 
 	mu          sync.Mutex
 	rejects     map[string]int64
@@ -105,6 +108,7 @@ func (c *counters) snapshot() Stats {
 		Accepted:          c.accepted.Load(),
 		Connects:          c.connects.Load(),
 		DialFailures:      c.dialFailures.Load(),
+		TokenRefreshes:    c.tokenRefreshes.Load(),
 	}
 	c.mu.Lock()
 	s.Rejects = maps.Clone(c.rejects)

@@ -1,0 +1,4 @@
+package client
+
+// TokenExp exposes tokenExp to the black-box tests.
+var TokenExp = tokenExp
