@@ -14,6 +14,10 @@
 //     jitter after any close, except 4401 (unauthorized) and 4003 (superseded
 //     by a newer session of the same device), which end Run with an error.
 //
+// With Config.TokenFunc the client also refreshes its token in-band before
+// the token's exp (docs/protocol.md, "Token lifetime on an open WebSocket"),
+// so a long-lived session is not closed with 4401 and keeps its connection.
+//
 // The application sees one ordered stream of events from Events: each chat's
 // messages exactly once, in seq order (its own accepted sends included, so the
 // stream is the chat log), connection state changes with the close code and

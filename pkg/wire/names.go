@@ -21,7 +21,7 @@ const (
 	FrameDelete FrameType = "delete"
 	FrameReact  FrameType = "react"
 	FrameTyping FrameType = "typing" // also server → client
-	FrameAuth   FrameType = "auth"
+	FrameAuth   FrameType = "auth"   // accepted: see auth_frames.go
 )
 
 // Server → client frame types.
@@ -35,7 +35,7 @@ const (
 
 	// v2; not sent yet.
 	FramePresence FrameType = "presence"
-	FrameAuthed   FrameType = "authed"
+	FrameAuthed   FrameType = "authed" // sent: see auth_frames.go
 )
 
 // Kind is an event's kind: the msg object's "kind" field. An absent kind
