@@ -34,7 +34,9 @@ type Config struct {
 	// asks TokenFunc for a new one and refreshes the open session in-band
 	// (the server closes with 4401 at exp otherwise). The exp is read from
 	// the JWT's payload, unverified. Zero: once 80% of the token's lifetime,
-	// counted from when the client got it, has passed. Without TokenFunc
+	// counted from when the client got it, has passed. A lead over half the
+	// lifetime counts as half, so a short token is not refreshed in a loop.
+	// Without TokenFunc
 	// there is nothing to refresh with and the session ends at exp.
 	RefreshBefore time.Duration
 

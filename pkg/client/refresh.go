@@ -83,12 +83,15 @@ func (r *refresher) run(ctx context.Context) error {
 	}
 }
 
-// due is when the current token should be replaced.
+// due is when the current token should be replaced. With RefreshBefore it
+// is never before half the token's lifetime: a lead longer than the tokens
+// TokenFunc hands out would otherwise refresh again and again at once.
 func (r *refresher) due() time.Time {
+	life := r.exp.Sub(r.got)
 	if lead := r.s.c.cfg.RefreshBefore; lead > 0 {
-		return r.exp.Add(-lead)
+		return r.exp.Add(-min(lead, life/2))
 	}
-	return r.got.Add(time.Duration(refreshShare * float64(r.exp.Sub(r.got))))
+	return r.got.Add(time.Duration(refreshShare * float64(life)))
 }
 
 // retryDelay spreads the retries over what is left of the token's life.
