@@ -89,7 +89,7 @@ func TestAppendMsgRoundTrip(t *testing.T) {
 		if err := wire.DecodeServerFrame(wire.AppendMsg(nil, &m), &f); err != nil {
 			t.Fatalf("body %q: %v", body, err)
 		}
-		if f.Type != wire.FrameMsg || f.Message() != m {
+		if f.Type != wire.FrameMsg || !reflect.DeepEqual(f.Message(), m) {
 			t.Errorf("body %q: got %+v, want %+v", body, f.Message(), m)
 		}
 	}
