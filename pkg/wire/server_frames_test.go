@@ -95,6 +95,35 @@ func TestAppendMsgRoundTrip(t *testing.T) {
 	}
 }
 
+// Events and a message's state go out as encoding/json would write them and
+// parse back to the same Message.
+func TestAppendMsgEventsMatchEncodingJSON(t *testing.T) {
+	on, at := false, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, m := range []chatd.Message{
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Body: "v2", Seq: 2, TS: testTS, Kind: chatd.EventEdit, Target: "01Z"},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Seq: 3, TS: testTS, Kind: chatd.EventReaction, Target: "01Z", Emoji: "👍", On: &on},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Body: "x", Seq: 1, TS: testTS, Meta: []byte(`{"a":[1.50,"<&>"],"b":{"c":null}}`),
+			EditedAt: &at, Reactions: map[string][]string{"👍": {"a", "b"}, "❤": {"c"}}},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Seq: 1, TS: testTS, Deleted: true},
+	} {
+		std, err := json.Marshal(struct {
+			Type string `json:"type"`
+			chatd.Message
+		}{"msg", m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := wire.AppendMsg(nil, &m)
+		if !sameJSON(t, got, std) {
+			t.Errorf("got %s, want %s (encoding/json)", got, std)
+		}
+		var f wire.ServerFrame
+		if err := wire.DecodeServerFrame(got, &f); err != nil || !reflect.DeepEqual(f.Message(), m) {
+			t.Errorf("%s: got %+v (%v), want %+v", got, f.Message(), err, m)
+		}
+	}
+}
+
 func TestAppendMsgMatchesEncodingJSON(t *testing.T) {
 	m := chatd.Message{ID: "01HZX", CID: "k", Chat: "c", From: "bob", Body: "x\"y\n\u2028", Seq: 7,
 		TS: time.Date(2025, 1, 1, 0, 0, 0, 1000, time.UTC)}
