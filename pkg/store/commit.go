@@ -454,7 +454,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 // chat. Answering it with that message would tell the sender that a message
 // its chat's members never get was accepted (issue 8, item 9).
 func cidConflict(snd *Send) error {
-	return fmt.Errorf("cid %q was already used by %s for another chat: give each new message a new cid: %w",
+	return fmt.Errorf("cid %q was already used by %s for another chat or kind of event: give each new message or event a new cid: %w",
 		snd.CID, snd.From, chatd.ErrCIDConflict)
 }
 
