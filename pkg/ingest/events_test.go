@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,59 @@ func TestEventsThroughIngest(t *testing.T) {
 	got, err := s.Message(ctx, chat, msg.Message.ID)
 	if err != nil || string(got.Meta) != strings.ReplaceAll(strings.ReplaceAll(meta, " : ", ":"), " ", "") {
 		t.Fatalf("stored meta: %s (%v)", got.Meta, err)
+	}
+}
+
+// Messages and events from concurrent senders, group-committed together,
+// share one gapless seq log: history holds seq 1..N with no gap.
+func TestEventsAndMessagesInterleavedStayGapless(t *testing.T) {
+	s := mustStore(t)
+	chat := mustGroup(t, s, "alice", "bob", "carol")
+	in := mustIngest(t, s, nil)
+	ctx := ctxT(t, 30*time.Second)
+	first, err := in.Send(ctx, ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "first", Body: "hi"})
+	if err != nil || first.Err != nil {
+		t.Fatalf("first: %v %v", err, first.Err)
+	}
+	const each = 40
+	errs := make(chan error, 3)
+	for _, user := range []string{"alice", "bob", "carol"} {
+		go func() {
+			for i := range each {
+				req := ingest.Request{Chat: chat, From: user, Device: "d", CID: user + "-" + strconv.Itoa(i), Body: "m"}
+				switch {
+				case i%2 == 1:
+					req.Kind, req.Target, req.Body, req.Emoji, req.On = chatd.EventReaction, first.Message.ID, "", "x", i%4 == 1
+				case user == "alice" && i%4 == 2:
+					req.Kind, req.Target = chatd.EventEdit, first.Message.ID
+				}
+				r, err := in.Send(ctx, req)
+				if err == nil {
+					err = r.Err
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, _, err := s.History(ctx, chat, store.HistoryQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1+3*each {
+		t.Fatalf("history: got %d events, want %d", len(msgs), 1+3*each)
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: a gap", i, m.Seq)
+		}
 	}
 }
