@@ -4,7 +4,10 @@
 // so every other package can depend on it without cycles.
 package chatd
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ChatKind tells a group chat from a direct (one-to-one) chat.
 type ChatKind string
@@ -41,6 +44,18 @@ type Message struct {
 	TS   time.Time `json:"ts"`
 	// Device is the sending device; delivery skips it and only it.
 	Device string `json:"-"`
+
+	// Event fields (v2, docs/protocol.md "Events"); see events.go.
+	Kind   EventKind       `json:"kind,omitempty"`
+	Target string          `json:"target,omitempty"`
+	Meta   json.RawMessage `json:"meta,omitempty"`
+	Emoji  string          `json:"emoji,omitempty"`
+	On     *bool           `json:"on,omitempty"`
+
+	// Current state of a message, set only on reads from history.
+	EditedAt  *time.Time          `json:"edited_at,omitempty"`
+	Deleted   bool                `json:"deleted,omitempty"`
+	Reactions map[string][]string `json:"reactions,omitempty"`
 }
 
 // Envelope is what the relay publishes to the delivery stream for one

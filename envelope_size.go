@@ -27,6 +27,7 @@ func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
 	n += intSize(e.OutboxID) + intSize(m.Seq) + timeSize(m.TS)
 	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
 		JSONStringSize(m.From) + JSONStringSize(m.Body) + JSONStringSize(e.Device)
+	n += m.eventFieldsSize()
 	return n + recipientsSize
 }
 

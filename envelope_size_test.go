@@ -42,6 +42,25 @@ func TestEnvelopeEncodedSizeMatchesJSON(t *testing.T) {
 		}},
 		{"unicode", func(e *chatd.Envelope) { e.Message.Body = "héllo 👍 \u2028\u2029 日本" }},
 		{"invalid UTF-8", func(e *chatd.Envelope) { e.Message.Body = "a\xffb\xc3" }},
+		{"edit event", func(e *chatd.Envelope) {
+			e.Message.Kind, e.Message.Target = chatd.EventEdit, "01HZZZZZZZZZZZZZZZZZZZZZZY"
+		}},
+		{"meta", func(e *chatd.Envelope) {
+			e.Message.Meta = []byte(`{ "reply_to" : "x<y>&z\u2028 \"q\\", "n": [1.50, 1e3, {"a" : null}], "s":"  " }`)
+		}},
+		{"reaction on", func(e *chatd.Envelope) {
+			on := true
+			e.Message.Kind, e.Message.Emoji, e.Message.On = chatd.EventReaction, "👍<&>", &on
+		}},
+		{"reaction off", func(e *chatd.Envelope) {
+			on := false
+			e.Message.Kind, e.Message.Emoji, e.Message.On = chatd.EventReaction, "x", &on
+		}},
+		{"current state", func(e *chatd.Envelope) {
+			at := time.Unix(1e9, 7).UTC()
+			e.Message.EditedAt, e.Message.Deleted = &at, true
+			e.Message.Reactions = map[string][]string{"👍": {"alice", "bob"}, "<3": {"c"}, "x": nil}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +97,7 @@ func FuzzJSONStringSize(f *testing.F) {
 func TestEnvelopeFieldsAreCounted(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
 		reflect.TypeFor[chatd.Envelope](): 4,
-		reflect.TypeFor[chatd.Message]():  8,
+		reflect.TypeFor[chatd.Message]():  16,
 	} {
 		if got := typ.NumField(); got != want {
 			t.Errorf("%s has %d fields, EncodedSize knows %d: count the new one in EncodedSize and its test", typ, got, want)

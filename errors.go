@@ -18,9 +18,9 @@ var (
 	ErrTooManyMembers = errors.New("too many members")
 	// ErrConflict: the operation does not fit the chat (e.g. adding a member to a direct chat).
 	ErrConflict = errors.New("conflict")
-	// ErrCIDConflict: the sender already used this cid for another chat. A
-	// cid names one message of one sender; a resend must repeat its chat,
-	// and a new message needs a new cid.
+	// ErrCIDConflict: the sender already used this cid for another chat or
+	// another kind of event (v2). A cid names one event of one sender; a
+	// resend must repeat its chat and kind, and a new event needs a new cid.
 	ErrCIDConflict = errors.New("cid already used for another chat")
 	// ErrOverloaded: a bounded queue is full; the request was not taken and may be retried.
 	ErrOverloaded = errors.New("overloaded")

@@ -27,6 +27,10 @@ type Chats interface {
 	IsMember(ctx context.Context, chatID, user string) error
 	// History does not check membership; the API calls IsMember first.
 	History(ctx context.Context, chatID string, q store.HistoryQuery) (msgs []chatd.Message, more bool, err error)
+	// Message returns one event of the chat, a message in its current
+	// state; chatd.ErrNotFound when it is not in this chat. It does not
+	// check membership either.
+	Message(ctx context.Context, chatID, msgID string) (chatd.Message, error)
 	// MarkRead stores user's read position in the chat and returns the
 	// position now stored, which stays newer when uptoMsgID is older.
 	MarkRead(ctx context.Context, user, chatID, uptoMsgID string) (chatd.ReadPosition, error)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -89,6 +90,8 @@ func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
 type postMessageRequest struct {
 	CID  string `json:"cid"`
 	Body string `json:"body"`
+	// Meta is kept as the client encoded it: its limit counts those bytes.
+	Meta json.RawMessage `json:"meta"`
 }
 
 // postMessageResponse answers a REST send: 201 for a new message, 200 with
@@ -121,7 +124,7 @@ func (s *Server) postMessage(c *fiber.Ctx) error {
 	who := identity(c)
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	res, err := s.cfg.Ingest.Send(ctx, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body})
+	res, err := s.cfg.Ingest.Send(ctx, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
 	if err == nil {
 		err = res.Err
 	}

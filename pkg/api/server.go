@@ -96,6 +96,7 @@ func (s *Server) routes() {
 	api.Delete("/chats/:id/members/:user", s.removeMember)
 	api.Get("/chats/:id/messages", s.history)
 	api.Post("/chats/:id/messages", s.postMessage)
+	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 }
 

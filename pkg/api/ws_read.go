@@ -134,6 +134,8 @@ func (s *session) handle(data []byte) {
 		s.send(wire.AppendPong(nil), "pong")
 	case wire.FrameAuth:
 		s.onAuth(f)
+	case wire.FrameEdit, wire.FrameDelete, wire.FrameReact:
+		s.onEvent(f)
 	}
 }
 
@@ -169,7 +171,7 @@ func (s *session) onSend(f wire.ClientFrame) {
 		return
 	}
 	cid := f.CID
-	req := ingest.Request{Chat: f.Chat, From: s.id.User, Device: s.id.Device, CID: cid, Body: f.Body}
+	req := ingest.Request{Chat: f.Chat, From: s.id.User, Device: s.id.Device, CID: cid, Body: f.Body, Meta: f.Meta}
 	err := s.g.cfg.Ingest.Submit(req, func(r ingest.Result) { s.onResult(cid, r) })
 	if err != nil {
 		s.limits.returnCredit()

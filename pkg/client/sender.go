@@ -23,7 +23,8 @@ type Accepted struct {
 // pending is a send waiting for its answer, across reconnects.
 type pending struct {
 	cid, chat, body string
-	result          chan sendResult // 1-buffered; answered at most once
+	result          chan sendResult  // 1-buffered; answered at most once
+	frame           wire.ClientFrame // what is (re)sent: a send or an event
 }
 
 type sendResult struct {
@@ -45,10 +46,18 @@ func (c *Client) Send(ctx context.Context, chat, body string) (Accepted, error) 
 // unknown: call SendCID again with the same cid to learn it. After Close,
 // or once Run has returned, it returns an error wrapping chatd.ErrClosed.
 func (c *Client) SendCID(ctx context.Context, chat, cid, body string) (Accepted, error) {
+	return c.submit(ctx, wire.ClientFrame{Type: wire.FrameSend, Chat: chat, CID: cid, Body: body})
+}
+
+// submit writes f (a send or an event frame) and waits for its answer,
+// resending the same frame on every new connection until answered: the
+// server stores a cid once, so the contract's resend rule covers events too.
+func (c *Client) submit(ctx context.Context, f wire.ClientFrame) (Accepted, error) {
+	chat, cid := f.Chat, f.CID
 	if chat == "" || cid == "" {
-		return Accepted{}, fmt.Errorf("send: chat and cid are required: %w", chatd.ErrInvalid)
+		return Accepted{}, fmt.Errorf("%s: chat and cid are required: %w", f.Type, chatd.ErrInvalid)
 	}
-	p := &pending{cid: cid, chat: chat, body: body, result: make(chan sendResult, 1)}
+	p := &pending{cid: cid, chat: chat, body: f.Body, frame: f, result: make(chan sendResult, 1)}
 	if err := c.addPending(p); err != nil {
 		return Accepted{}, err
 	}
@@ -70,7 +79,7 @@ func (c *Client) SendCID(ctx context.Context, chat, cid, body string) (Accepted,
 		} else if err != nil {
 			return Accepted{}, fmt.Errorf("send %s: %w", cid, err)
 		}
-		if err := s.write(&wire.ClientFrame{Type: wire.FrameSend, Chat: chat, CID: cid, Body: body}); err == nil {
+		if err := s.write(&p.frame); err == nil {
 			c.stats.sendFrames.Add(1)
 			if written {
 				c.stats.resends.Add(1)

@@ -247,5 +247,7 @@ var errSessionDone = errors.New("session ended")
 // ownMessage is the message this client sent, as the accepted frame and the
 // pending send describe it.
 func (s *session) ownMessage(f *wire.ServerFrame, p *pending) chatd.Message {
-	return chatd.Message{ID: f.ID, CID: f.CID, Chat: p.chat, From: s.user, Body: p.body, Seq: f.Seq, TS: f.TS}
+	m := chatd.Message{ID: f.ID, CID: f.CID, Chat: p.chat, From: s.user, Body: p.body, Seq: f.Seq, TS: f.TS}
+	p.setEventFields(&m)
+	return m
 }

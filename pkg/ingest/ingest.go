@@ -28,6 +28,13 @@ type Committer interface {
 // Request is one send as a client asked for it.
 type Request struct {
 	Chat, From, Device, CID, Body string
+
+	// Event fields (docs/protocol.md "Events (v2)"); see events.go.
+	Kind   chatd.EventKind // "" or chatd.EventMessage: a message
+	Target string          // edit, delete, reaction: the message's id
+	Meta   []byte          // message: optional JSON object as the client encoded it
+	Emoji  string          // reaction
+	On     bool            // reaction: add (true) or remove
 }
 
 // Result is the outcome of one Request. Err is nil when the message is
@@ -183,7 +190,7 @@ func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
 // once, from a commit worker, after the send's batch committed or failed;
 // done must not block.
 func (in *Ingest) Submit(req Request, done func(Result)) error {
-	if err := in.validate(req); err != nil {
+	if err := in.validate(&req); err != nil {
 		in.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
@@ -218,7 +225,7 @@ func (in *Ingest) Send(ctx context.Context, req Request) (Result, error) {
 	}
 }
 
-func (in *Ingest) validate(r Request) error {
+func (in *Ingest) validate(r *Request) error {
 	switch {
 	case !chatd.ValidChatID(r.Chat):
 		return fmt.Errorf("chat id %q is not 1-%d chars of [A-Za-z0-9_-]: %w", r.Chat, chatd.MaxChatIDLen, chatd.ErrInvalid)
@@ -229,7 +236,7 @@ func (in *Ingest) validate(r Request) error {
 	case !chatd.ValidDeviceID(r.Device):
 		return fmt.Errorf("device %q: %w", r.Device, chatd.ErrInvalid)
 	}
-	return chatd.CheckBody(r.Body, in.cfg.MaxBodyBytes)
+	return in.validateEvent(r)
 }
 
 // Run commits batches until ctx is done, then stops taking sends, commits

@@ -77,6 +77,8 @@ func (w *worker) commit() {
 			TS:     now,
 
 			MaxEnvelopeBytes: in.cfg.MaxEnvelopeBytes,
+
+			Kind: it.req.Kind, Target: it.req.Target, Meta: it.req.Meta, Emoji: it.req.Emoji, On: it.req.On,
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CommitTimeout)

@@ -178,16 +178,14 @@ const listChatsSQL = `select ` + chatColumns + `, coalesce(rs.upto_seq, 0), unre
 	order by c.created_at, c.id`
 
 // unreadCountSQL counts, inside listChatsSQL, the messages of chat c from
-// others than my.user_id after the read position rs. Every history row is a
-// message today. When events of other kinds and deletes arrive (protocol
-// "Events (v2)"), "unread" counts only kind 'message', not deleted: add
-// "and h.kind = 'message' and not h.deleted" as one more line below, and
-// give the index those columns (or make it partial on them) in the same
-// change, or the count stops being index-only.
+// others than my.user_id after the read position rs, of kind 'message' and
+// not deleted (protocol "Events (v2)"). Migration 005 put kind and deleted
+// into the (chat_id, seq) index so the count stays index-only.
 const unreadCountSQL = `select count(*) as n from history h
 		where h.chat_id = c.id
 		  and h.seq > coalesce(rs.upto_seq, 0)
-		  and h.sender <> my.user_id`
+		  and h.sender <> my.user_id
+		  and h.kind = 'message' and not h.deleted`
 
 // IsMember returns nil when user is a member of the chat, chatd.ErrNotFound
 // when the chat does not exist and chatd.ErrForbidden otherwise.

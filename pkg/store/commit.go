@@ -30,6 +30,13 @@ type Send struct {
 	// A message the broker refuses would stop the relay at its row for every
 	// chat. 0 means unchecked.
 	MaxEnvelopeBytes int
+
+	// Event fields (see events.go): Kind "" is a message.
+	Kind   chatd.EventKind
+	Target string
+	Meta   []byte // compacted by chatd.CheckMeta; messages only
+	Emoji  string
+	On     bool
 }
 
 // Accepted is a stored message. For a Duplicate, Message is the original as
@@ -114,6 +121,9 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send) ([]Outcome, error)
 		if err := p.insert(ctx, tx); err != nil {
 			return nil, err
 		}
+		if err := p.updateTargets(ctx, tx); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
@@ -135,6 +145,7 @@ type commitPlan struct {
 	existing map[sendKey]chatd.Message // already stored (step a)
 	lastSeq  map[string]int64          // locked chats and their counters (step b)
 	members  map[string][]string       // sorted members of each locked chat (step c)
+	targets  map[string]*target        // messages the batch's events refer to (step d)
 
 	recipientsSize map[string]int // encoded size of each chat's members, for checkEnvelope
 
@@ -170,11 +181,12 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 	// Fixed (id) order: concurrent batches cannot deadlock on chat rows.
 	b.Queue(`select id, last_seq from chats where id = any($1) order by id for update`, p.chatIDs)
 	// Lookups by index per key, whatever the statistics say (see probeNote).
-	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at
+	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
 		from unnest($1::text[], $2::text[]) as k(sender, cid)
 		cross join lateral (
 			select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
 	b.Queue(`select chat_id, user_id from members where chat_id = any($1) order by chat_id, user_id`, p.chatIDs)
+	b.Queue(targetsSQL, p.targetIDs())
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -191,8 +203,8 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 	p.existing = make(map[sendKey]chatd.Message)
 	if err := readRows(br, "find duplicates", func(r pgx.Rows) error {
 		var m chatd.Message
-		err := r.Scan(&m.From, &m.CID, &m.ID, &m.Chat, &m.Device, &m.Body, &m.Seq, &m.TS)
-		m.TS = m.TS.UTC()
+		err := r.Scan(&m.From, &m.CID, &m.ID, &m.Chat, &m.Device, &m.Body, &m.Seq, &m.TS, &m.Kind)
+		m.TS, m.Kind = m.TS.UTC(), storedKind(m.Kind)
 		p.existing[sendKey{m.From, m.CID}] = m
 		return err
 	}); err != nil {
@@ -205,6 +217,9 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 		p.members[chat] = append(p.members[chat], user)
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := p.loadTargets(br); err != nil {
 		return err
 	}
 	if err := br.Close(); err != nil {
@@ -247,7 +262,7 @@ func (p *commitPlan) assign() {
 		p.dupOf[i] = -1
 		k := sendKey{snd.From, snd.CID}
 		if m, ok := p.existing[k]; ok {
-			if m.Chat != snd.Chat {
+			if m.Chat != snd.Chat || m.Kind.Normal() != snd.Kind.Normal() {
 				p.out[i].Err = cidConflict(snd)
 				continue
 			}
@@ -255,7 +270,7 @@ func (p *commitPlan) assign() {
 			continue
 		}
 		if j, ok := first[k]; ok {
-			if p.sends[j].Chat != snd.Chat {
+			if p.sends[j].Chat != snd.Chat || p.sends[j].Kind.Normal() != snd.Kind.Normal() {
 				p.out[i].Err = cidConflict(snd)
 				continue
 			}
@@ -270,6 +285,11 @@ func (p *commitPlan) assign() {
 		mem := p.members[snd.Chat]
 		if _, ok := slices.BinarySearch(mem, snd.From); !ok {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
+			continue
+		}
+		tg, err := p.checkTarget(snd)
+		if err != nil {
+			p.out[i].Err = err
 			continue
 		}
 		if err := p.checkEnvelope(snd, last+1, mem); err != nil {
@@ -288,6 +308,8 @@ func (p *commitPlan) assign() {
 			},
 			Recipients: mem,
 		}
+		setEventFields(&p.out[i].Message, snd)
+		tg.apply(snd, timeUTC(snd.TS))
 		p.fresh = append(p.fresh, i)
 	}
 }
@@ -300,9 +322,13 @@ func (p *commitPlan) assign() {
 func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	c := p.columns()
 	b := &pgx.Batch{}
-	b.Queue(`insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at)
-		select * from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
-		returning id, msg_id`, c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss)
+	b.Queue(`insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+		select u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
+		from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::bool[])
+			as u(msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+		returning id, msg_id`, c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
+		c.kinds, c.targets, c.metas, c.emojis, c.ons)
 	b.Queue(`insert into outbox (history_id, recipients)
 		select (select h.id from history h where h.msg_id = u.msg_id), string_to_array(u.r, ',')
 		from unnest($1::text[], $2::text[]) with ordinality as u(msg_id, r, n)
@@ -356,6 +382,7 @@ type insertColumns struct {
 	tss                                                 []time.Time
 	upChats                                             []string // chats and their new last_seq
 	upSeqs                                              []int64
+	eventColumns
 }
 
 func (p *commitPlan) columns() insertColumns {
@@ -386,6 +413,7 @@ func (p *commitPlan) columns() insertColumns {
 	for id, seq := range p.lastSeq {
 		c.upChats, c.upSeqs = append(c.upChats, id), append(c.upSeqs, seq)
 	}
+	c.eventColumns = p.eventColumns()
 	return c
 }
 
@@ -413,6 +441,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 		},
 		Device: snd.Device,
 	}
+	setEventFields(&e.Message, snd)
 	if n := e.EncodedSizeWithRecipients(toSize); n > snd.MaxEnvelopeBytes {
 		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
 			"send a shorter body (control characters and < > & count 6 bytes each): %w",
@@ -425,7 +454,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 // chat. Answering it with that message would tell the sender that a message
 // its chat's members never get was accepted (issue 8, item 9).
 func cidConflict(snd *Send) error {
-	return fmt.Errorf("cid %q was already used by %s for another chat: give each new message a new cid: %w",
+	return fmt.Errorf("cid %q was already used by %s for another chat or kind of event: give each new message or event a new cid: %w",
 		snd.CID, snd.From, chatd.ErrCIDConflict)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func TestCommitBatchStoresHistoryAndOutbox(t *testing.T) {
 		t.Fatalf("outbox rows: got %d, want 3", len(entries))
 	}
 	e := entries[0]
-	if e.ID != out[0].OutboxID || e.Message != out[0].Message || !slices.Equal(e.Recipients, out[0].Recipients) {
+	if e.ID != out[0].OutboxID || !reflect.DeepEqual(e.Message, out[0].Message) || !slices.Equal(e.Recipients, out[0].Recipients) {
 		t.Fatalf("outbox entry: got %+v, want %+v", e, out[0].Accepted)
 	}
 	if c, _ := s.Chat(ctx, a.ID); c.LastSeq != 2 {
@@ -81,7 +82,7 @@ func TestCommitBatchIsIdempotentOnSenderCID(t *testing.T) {
 	out := mustCommit(t, s, append(resend, more[0], twice, again))
 
 	for i := range 2 {
-		if !out[i].Duplicate || out[i].Message != first[i].Message || out[i].OutboxID != 0 {
+		if !out[i].Duplicate || !reflect.DeepEqual(out[i].Message, first[i].Message) || out[i].OutboxID != 0 {
 			t.Errorf("resend %d: got %+v, want a duplicate of %+v", i, out[i].Accepted, first[i].Message)
 		}
 	}
@@ -91,7 +92,7 @@ func TestCommitBatchIsIdempotentOnSenderCID(t *testing.T) {
 	if out[3].Duplicate || out[3].Message.Seq != 4 {
 		t.Errorf("first of a pair: got %+v, want new message seq 4", out[3].Accepted)
 	}
-	if !out[4].Duplicate || out[4].Message != out[3].Message {
+	if !out[4].Duplicate || !reflect.DeepEqual(out[4].Message, out[3].Message) {
 		t.Errorf("second of a pair: got %+v, want a duplicate of %+v", out[4].Accepted, out[3].Message)
 	}
 	if n := count(t, s, `select count(*) from history`); n != 4 {

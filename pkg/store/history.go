@@ -51,7 +51,7 @@ func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]c
 	}
 	// One more row than asked tells whether another page follows.
 	rows, err := s.pool.Query(ctx, `
-		select msg_id, cid, sender, device, body, seq, created_at
+		select `+eventStateColumns+`
 		from history
 		where chat_id = $1
 		  and seq > coalesce((select seq from history where msg_id = $2 and chat_id = $1), $3)
@@ -62,8 +62,7 @@ func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]c
 	}
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (chatd.Message, error) {
 		m := chatd.Message{Chat: chatID}
-		err := r.Scan(&m.ID, &m.CID, &m.From, &m.Device, &m.Body, &m.Seq, &m.TS)
-		m.TS = m.TS.UTC()
+		err := scanEventState(r, &m)
 		return m, err
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestHistoryPaging(t *testing.T) {
 				t.Fatalf("got %d messages, want %d", len(got), total)
 			}
 			for i := range got {
-				if got[i] != want[i] {
+				if !reflect.DeepEqual(got[i], want[i]) {
 					t.Fatalf("message %d: got %+v, want %+v", i, got[i], want[i])
 				}
 			}

@@ -131,6 +131,9 @@ func TestMigrationUnreadIndexDownAndUp(t *testing.T) {
 			t.Errorf("%s: got %d messages, want 10", step, n)
 		}
 	}
+	if err := s.MigrateTo(ctx, 4); err != nil { // 005 widens the key further
+		t.Fatalf("down to 4: %v", err)
+	}
 	check("up", true)
 	if err := s.MigrateTo(ctx, 3); err != nil {
 		t.Fatalf("down to 3: %v", err)
@@ -140,4 +143,15 @@ func TestMigrationUnreadIndexDownAndUp(t *testing.T) {
 		t.Fatalf("up to 4: %v", err)
 	}
 	check("up again", true)
+	if err := s.MigrateTo(ctx, 5); err != nil {
+		t.Fatalf("up to 5: %v", err)
+	}
+	var def string
+	if err := s.Pool().QueryRow(ctx, `select pg_get_indexdef(conindid) from pg_constraint
+		where conname = 'history_chat_seq_key' and contype = 'u'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "INCLUDE (sender, kind, deleted)") {
+		t.Errorf("at 5: index %s; want INCLUDE (sender, kind, deleted)", def)
+	}
 }

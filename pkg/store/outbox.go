@@ -39,7 +39,8 @@ func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error
 	}
 	rows, err := s.pool.Query(ctx, `
 		select o.id, o.recipients, o.created_at,
-		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at
+		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at,
+		       h.kind, h.target, h.meta, h.emoji, h.react_on
 		from outbox o
 		-- one primary-key probe per outbox row, never a scan of history
 		-- (the foreign key guarantees the row exists).
@@ -53,8 +54,9 @@ func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error
 		var e OutboxEntry
 		m := &e.Message
 		err := r.Scan(&e.ID, &e.Recipients, &e.CreatedAt,
-			&m.ID, &m.CID, &m.Chat, &m.From, &m.Device, &m.Body, &m.Seq, &m.TS)
-		e.CreatedAt, m.TS = e.CreatedAt.UTC(), m.TS.UTC()
+			&m.ID, &m.CID, &m.Chat, &m.From, &m.Device, &m.Body, &m.Seq, &m.TS,
+			&m.Kind, (*nullString)(&m.Target), (*[]byte)(&m.Meta), (*nullString)(&m.Emoji), &m.On)
+		e.CreatedAt, m.TS, m.Kind = e.CreatedAt.UTC(), m.TS.UTC(), storedKind(m.Kind)
 		return e, err
 	})
 	if err != nil {

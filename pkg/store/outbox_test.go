@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestOutboxReadAndDeleteByIDs(t *testing.T) {
 	}
 	var ids []int64
 	for i, e := range first {
-		if e.ID != out[i].OutboxID || e.Message != out[i].Message || e.Message.Device != "phone" {
+		if e.ID != out[i].OutboxID || !reflect.DeepEqual(e.Message, out[i].Message) || e.Message.Device != "phone" {
 			t.Fatalf("entry %d: got %+v, want %+v", i, e, out[i].Accepted)
 		}
 		ids = append(ids, e.ID)

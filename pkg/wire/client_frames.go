@@ -30,6 +30,11 @@ type ClientFrame struct {
 	IDs  []string // ack
 
 	Token string // auth (v2)
+	// v2 events (events.go): send's meta; edit, delete and react.
+	Target string          // edit, delete, react
+	Meta   json.RawMessage // send, as the client encoded it; nil when absent
+	Emoji  string          // react
+	On     bool            // react
 }
 
 // clientJSON is the JSON shape of every client frame. Pointers tell a
@@ -44,7 +49,11 @@ type clientJSON struct {
 	Upto *string  `json:"upto"`
 	IDs  []string `json:"ids"`
 
-	Token *string `json:"token"` // auth (v2)
+	Token  *string         `json:"token"` // auth (v2)
+	Target *string         `json:"target"`
+	Meta   json.RawMessage `json:"meta"`
+	Emoji  *string         `json:"emoji"`
+	On     *bool           `json:"on"`
 }
 
 // DecodeClientFrame decodes and checks one client frame of at most
@@ -75,8 +84,8 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		// JSON, but not the shape of a frame (an array, a number where a
 		// string belongs): a rule broken, not the framing.
 		f := ClientFrame{}
-		if w.Type != nil && FrameType(*w.Type) == FrameSend {
-			f = ClientFrame{Type: FrameSend, CID: echoCID(w.CID)}
+		if w.Type != nil && (FrameType(*w.Type) == FrameSend || isEventFrame(FrameType(*w.Type))) {
+			f = ClientFrame{Type: FrameType(*w.Type), CID: echoCID(w.CID)}
 		}
 		return f, fmt.Errorf("frame has a field of the wrong type: %w", chatd.ErrInvalid)
 	}
@@ -94,6 +103,8 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		return ClientFrame{Type: FramePing}, nil
 	case FrameAuth:
 		return decodeAuth(&w)
+	case FrameEdit, FrameDelete, FrameReact:
+		return decodeEvent(&w)
 	default:
 		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
 	}
@@ -109,7 +120,7 @@ func decodeSend(w *clientJSON) (ClientFrame, error) {
 	case w.Body == nil || *w.Body == "":
 		return f, fmt.Errorf("send: body is missing or empty: %w", chatd.ErrInvalid)
 	}
-	f.Chat, f.Body = *w.Chat, *w.Body
+	f.Chat, f.Body, f.Meta = *w.Chat, *w.Body, w.Meta
 	return f, nil
 }
 
@@ -183,5 +194,6 @@ func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
 	case FrameAuth:
 		dst = appendAuth(dst, f)
 	}
+	dst = appendEventClientFields(dst, f)
 	return append(dst, '}')
 }

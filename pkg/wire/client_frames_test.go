@@ -49,9 +49,22 @@ func TestDecodeClientFrame(t *testing.T) {
 		{"read without chat", `{"type":"read","upto":"m1"}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"ping", `{"type":"ping"}`, wire.ClientFrame{Type: wire.FramePing}, nil},
 		{"unknown type", `{"type":"shout"}`, wire.ClientFrame{}, chatd.ErrInvalid},
-		// The v2 types are named but not accepted yet: until the server
-		// implements them they stay `rejected invalid` as before.
-		{"edit not accepted yet", `{"type":"edit","chat":"c1","cid":"k1","target":"m1","body":"x"}`, wire.ClientFrame{}, chatd.ErrInvalid},
+		{"edit", `{"type":"edit","chat":"c1","cid":"k1","target":"m1","body":"x"}`,
+			wire.ClientFrame{Type: wire.FrameEdit, Chat: "c1", CID: "k1", Target: "m1", Body: "x"}, nil},
+		{"edit without body", `{"type":"edit","chat":"c1","cid":"k1","target":"m1"}`,
+			wire.ClientFrame{Type: wire.FrameEdit, Chat: "c1", CID: "k1", Target: "m1"}, chatd.ErrInvalid},
+		{"delete", `{"type":"delete","chat":"c1","cid":"k1","target":"m1"}`,
+			wire.ClientFrame{Type: wire.FrameDelete, Chat: "c1", CID: "k1", Target: "m1"}, nil},
+		{"delete without target", `{"type":"delete","chat":"c1","cid":"k1"}`,
+			wire.ClientFrame{Type: wire.FrameDelete, CID: "k1"}, chatd.ErrInvalid},
+		{"react", `{"type":"react","chat":"c1","cid":"k1","target":"m1","emoji":"👍","on":false}`,
+			wire.ClientFrame{Type: wire.FrameReact, Chat: "c1", CID: "k1", Target: "m1", Emoji: "👍"}, nil},
+		{"react without on", `{"type":"react","chat":"c1","cid":"k1","target":"m1","emoji":"👍"}`,
+			wire.ClientFrame{Type: wire.FrameReact, Chat: "c1", CID: "k1", Target: "m1"}, chatd.ErrInvalid},
+		{"react with a mistyped on", `{"type":"react","chat":"c1","cid":"k1","target":"m1","emoji":"x","on":"yes"}`,
+			wire.ClientFrame{Type: wire.FrameReact, CID: "k1"}, chatd.ErrInvalid},
+		{"send with meta", `{"type":"send","chat":"c1","cid":"k1","body":"hi","meta":{"a": 1e3}}`,
+			wire.ClientFrame{Type: wire.FrameSend, Chat: "c1", CID: "k1", Body: "hi", Meta: []byte(`{"a": 1e3}`)}, nil},
 		{"typing not accepted yet", `{"type":"typing","chat":"c1"}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"server type from a client", `{"type":"msg"}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"empty type", `{"type":""}`, wire.ClientFrame{}, chatd.ErrInvalid},
@@ -104,6 +117,11 @@ func TestClientFrameRoundTrip(t *testing.T) {
 		wire.ClientFrame{Type: wire.FrameAck, IDs: []string{"a", "b", "c"}},
 		wire.ClientFrame{Type: wire.FrameRead, Chat: "c1", Upto: "01HZX6Q8ZK5J0Y3W2V1T0S9R8Q"},
 		wire.ClientFrame{Type: wire.FramePing},
+		wire.ClientFrame{Type: wire.FrameSend, Chat: "c1", CID: "k", Body: "b", Meta: []byte(`{"reply_to":"m1","n":[1.50]}`)},
+		wire.ClientFrame{Type: wire.FrameEdit, Chat: "c1", CID: "k", Target: "m1", Body: "new <body>"},
+		wire.ClientFrame{Type: wire.FrameDelete, Chat: "c1", CID: "k", Target: "m1"},
+		wire.ClientFrame{Type: wire.FrameReact, Chat: "c1", CID: "k", Target: "m1", Emoji: "👍", On: true},
+		wire.ClientFrame{Type: wire.FrameReact, Chat: "c1", CID: "k", Target: "m1", Emoji: "x"},
 	)
 	for _, f := range frames {
 		data := wire.AppendClientFrame(nil, &f)

@@ -58,11 +58,22 @@ type ServerFrame struct {
 
 	// authed (v2): the refreshed token's exp, in Unix seconds.
 	Exp int64 `json:"exp"`
+	// msg (v2 events): the event and, on reads, the message's state.
+	Kind      chatd.EventKind     `json:"kind"`
+	Target    string              `json:"target"`
+	Meta      json.RawMessage     `json:"meta"`
+	Emoji     string              `json:"emoji"`
+	On        *bool               `json:"on"`
+	EditedAt  *time.Time          `json:"edited_at"`
+	Deleted   bool                `json:"deleted"`
+	Reactions map[string][]string `json:"reactions"`
 }
 
 // Message is the message a `msg` frame carries.
 func (f *ServerFrame) Message() chatd.Message {
-	return chatd.Message{ID: f.ID, CID: f.CID, Chat: f.Chat, From: f.From, Body: f.Body, Seq: f.Seq, TS: f.TS}
+	m := chatd.Message{ID: f.ID, CID: f.CID, Chat: f.Chat, From: f.From, Body: f.Body, Seq: f.Seq, TS: f.TS}
+	f.setEventFields(&m)
+	return m
 }
 
 // DecodeServerFrame decodes one server frame into f, which it resets first;
@@ -97,6 +108,7 @@ func AppendMsg(dst []byte, m *chatd.Message) []byte {
 	dst = strconv.AppendInt(dst, m.Seq, 10)
 	dst = append(dst, `,"ts":`...)
 	dst = appendTime(dst, m.TS)
+	dst = appendEventFields(dst, m)
 	return append(dst, '}')
 }
 

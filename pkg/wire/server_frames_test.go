@@ -89,8 +89,37 @@ func TestAppendMsgRoundTrip(t *testing.T) {
 		if err := wire.DecodeServerFrame(wire.AppendMsg(nil, &m), &f); err != nil {
 			t.Fatalf("body %q: %v", body, err)
 		}
-		if f.Type != wire.FrameMsg || f.Message() != m {
+		if f.Type != wire.FrameMsg || !reflect.DeepEqual(f.Message(), m) {
 			t.Errorf("body %q: got %+v, want %+v", body, f.Message(), m)
+		}
+	}
+}
+
+// Events and a message's state go out as encoding/json would write them and
+// parse back to the same Message.
+func TestAppendMsgEventsMatchEncodingJSON(t *testing.T) {
+	on, at := false, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, m := range []chatd.Message{
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Body: "v2", Seq: 2, TS: testTS, Kind: chatd.EventEdit, Target: "01Z"},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Seq: 3, TS: testTS, Kind: chatd.EventReaction, Target: "01Z", Emoji: "👍", On: &on},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Body: "x", Seq: 1, TS: testTS, Meta: []byte(`{"a":[1.50,"<&>"],"b":{"c":null}}`),
+			EditedAt: &at, Reactions: map[string][]string{"👍": {"a", "b"}, "❤": {"c"}}},
+		{ID: "01A", CID: "k", Chat: "c", From: "bob", Seq: 1, TS: testTS, Deleted: true},
+	} {
+		std, err := json.Marshal(struct {
+			Type string `json:"type"`
+			chatd.Message
+		}{"msg", m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := wire.AppendMsg(nil, &m)
+		if !sameJSON(t, got, std) {
+			t.Errorf("got %s, want %s (encoding/json)", got, std)
+		}
+		var f wire.ServerFrame
+		if err := wire.DecodeServerFrame(got, &f); err != nil || !reflect.DeepEqual(f.Message(), m) {
+			t.Errorf("%s: got %+v (%v), want %+v", got, f.Message(), err, m)
 		}
 	}
 }
