@@ -88,6 +88,8 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		return decodeRead(&w)
 	case FramePing:
 		return ClientFrame{Type: FramePing}, nil
+	case FrameTyping:
+		return decodeTyping(&w)
 	default:
 		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
 	}
@@ -174,6 +176,8 @@ func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
 		dst = appendString(dst, f.Chat)
 		dst = append(dst, `,"upto":`...)
 		dst = appendString(dst, f.Upto)
+	case FrameTyping:
+		dst = appendTypingFields(dst, f)
 	}
 	return append(dst, '}')
 }

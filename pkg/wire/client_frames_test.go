@@ -52,7 +52,8 @@ func TestDecodeClientFrame(t *testing.T) {
 		// The v2 types are named but not accepted yet: until the server
 		// implements them they stay `rejected invalid` as before.
 		{"edit not accepted yet", `{"type":"edit","chat":"c1","cid":"k1","target":"m1","body":"x"}`, wire.ClientFrame{}, chatd.ErrInvalid},
-		{"typing not accepted yet", `{"type":"typing","chat":"c1"}`, wire.ClientFrame{}, chatd.ErrInvalid},
+		{"typing", `{"type":"typing","chat":"c1"}`, wire.ClientFrame{Type: wire.FrameTyping, Chat: "c1"}, nil},
+		{"typing without chat", `{"type":"typing"}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"server type from a client", `{"type":"msg"}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"empty type", `{"type":""}`, wire.ClientFrame{}, chatd.ErrInvalid},
 		{"no type", `{"chat":"c1"}`, wire.ClientFrame{}, chatd.ErrInvalid},

@@ -55,6 +55,10 @@ type ServerFrame struct {
 	From string `json:"from"`
 	Body string `json:"body"`
 	Upto string `json:"upto"`
+
+	// presence (v2; User is the user who came or went)
+	Online   bool      `json:"online"`
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // Message is the message a `msg` frame carries.
