@@ -132,6 +132,8 @@ func (s *session) handle(data []byte) {
 		s.onRead(f)
 	case wire.FramePing:
 		s.send(wire.AppendPong(nil), "pong")
+	case wire.FrameTyping:
+		s.onTyping(f)
 	}
 }
 

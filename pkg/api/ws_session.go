@@ -78,6 +78,8 @@ type session struct {
 
 	limits sendLimits
 	reads  readMarker
+
+	typing typingLimiter // read loop only
 }
 
 func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
