@@ -74,6 +74,13 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
+		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
+		Replicas: cfg.StreamReplicas, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
 	n.API, err = api.New(api.Config{
 		JWTSecret:      secret,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -88,7 +95,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		},
 		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
 		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
-		Signals: n.Signals,
+		Signals: n.Signals, Presence: n.Presence,
 	})
 	return err
 }

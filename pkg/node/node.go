@@ -47,6 +47,8 @@ type Node struct {
 	API     *api.Server
 	// Signals carries typing and receipts between the nodes.
 	Signals *signal.Bus
+	// Presence keeps the cluster's presence in its KV bucket.
+	Presence *signal.Presence
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	nodeID      string
