@@ -15,13 +15,41 @@ import (
 // presenceOpTimeout bounds one bucket write and one audience lookup.
 const presenceOpTimeout = 5 * time.Second
 
+// presenceRetry is the pause before the bucket and its watch are set up
+// again after NATS failed them.
+const presenceRetry = time.Second
+
 // Run keeps this node's entries in the bucket (put on a user's first local
 // session, deleted on the last, refreshed every Refresh), watches everyone's,
 // and delivers transitions until ctx ends; then it deletes this node's
-// entries (its sessions are about to close) and returns once its notifier
-// goroutine has.
+// entries (its sessions are about to close) and returns nil once its
+// notifier goroutine has. A failure to reach the bucket is retried, not
+// returned: presence is best effort and must not stop the node.
 func (p *Presence) Run(ctx context.Context) error {
 	defer p.sampled.Flush()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.notify(ctx) }()
+	defer wg.Wait()
+	for {
+		err := p.watch(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.sampled.Warn("presence unavailable; retrying", "err", err)
+		t := time.NewTimer(presenceRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// watch sets up the bucket and its watch and serves them until ctx ends or
+// the watch fails.
+func (p *Presence) watch(ctx context.Context) error {
 	kv, err := p.cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: p.cfg.Bucket, TTL: p.cfg.TTL, History: 1, Replicas: p.cfg.Replicas,
 		// Memory: presence is rebuilt within one refresh after a restart.
@@ -35,12 +63,14 @@ func (p *Presence) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch presence: %w", err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); p.notify(ctx) }()
-	defer wg.Wait()
 	defer func() { _ = w.Stop() }()
-	defer p.withdraw(kv)
+	defer func() {
+		if ctx.Err() != nil {
+			p.withdraw(kv)
+		}
+	}()
+	// Entries put while the watch was down are written now.
+	p.refreshAll(ctx, kv)
 
 	refresh := time.NewTicker(p.cfg.Refresh)
 	defer refresh.Stop()
