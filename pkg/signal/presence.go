@@ -16,12 +16,14 @@ import (
 
 // Presence defaults (docs/operations.md): an entry lives DefaultPresenceTTL
 // after its last refresh, and nodes refresh theirs every
-// DefaultPresenceRefresh, so two refreshes may be lost before a live user
-// looks offline, and a dead node's users go offline within the TTL.
+// DefaultPresenceRefresh, so two refreshes in a row may be lost before a
+// live user looks offline, and a dead node's users go offline at most
+// TTL + the expiry tick (8.5 s) after its death, inside the contract's 10 s
+// with room for the audience query and delivery.
 const (
 	DefaultPresenceBucket  = "chat_presence"
-	DefaultPresenceTTL     = 9 * time.Second
-	DefaultPresenceRefresh = 3 * time.Second
+	DefaultPresenceTTL     = 8 * time.Second
+	DefaultPresenceRefresh = 2500 * time.Millisecond
 	// DefaultPresenceAudience is the largest chat whose members hear of a
 	// member's presence (docs/protocol.md).
 	DefaultPresenceAudience = 256
