@@ -70,13 +70,13 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	// Deliver is called only once Run subscribes, after n.API is set.
-	n.Signals, err = signal.NewBus(signal.BusConfig{Conn: n.nc, Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log})
+	n.Signals, err = signal.NewBus(signal.BusConfig{Conn: n.nc, Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
 	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
 		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
-		Replicas: cfg.StreamReplicas, Logger: n.log,
+		Replicas: cfg.StreamReplicas, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err

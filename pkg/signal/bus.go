@@ -10,6 +10,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultPrefix is the subject prefix of signals: a typing signal for chat C
@@ -36,6 +37,8 @@ type BusConfig struct {
 	Queue int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the bus's metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
 }
 
 // Bus publishes typing and receipt signals on core NATS and delivers the
@@ -53,6 +56,7 @@ type Bus struct {
 	cfg     BusConfig
 	log     *slog.Logger
 	sampled *logsample.Sampler
+	metrics *busMetrics
 }
 
 // NewBus returns a Bus; call Run to receive.
@@ -73,7 +77,7 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 		cfg.Logger = slog.Default()
 	}
 	log := cfg.Logger.With("component", "signal")
-	return &Bus{cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{})}, nil
+	return &Bus{cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}), metrics: newBusMetrics(cfg.Registerer)}, nil
 }
 
 // Subject is the subject sig is published on.
@@ -91,11 +95,14 @@ func (b *Bus) Publish(sig chatd.Signal) error {
 	}
 	data, err := json.Marshal(&sig)
 	if err != nil {
+		b.metrics.lost.WithLabelValues("publish").Inc()
 		return fmt.Errorf("encode signal: %w", err)
 	}
 	if err := b.cfg.Conn.Publish(b.Subject(&sig), data); err != nil {
+		b.metrics.lost.WithLabelValues("publish").Inc()
 		return fmt.Errorf("publish signal: %w", err)
 	}
+	b.metrics.published.WithLabelValues(string(sig.Kind)).Inc()
 	return nil
 }
 
@@ -124,9 +131,11 @@ func (b *Bus) Run(ctx context.Context) error {
 		case m := <-ch:
 			var sig chatd.Signal
 			if err := json.Unmarshal(m.Data, &sig); err != nil {
+				b.metrics.lost.WithLabelValues("decode").Inc()
 				b.sampled.Warn("undecodable signal", "subject", m.Subject, "err", err)
 				continue
 			}
+			b.metrics.received.WithLabelValues(string(sig.Kind)).Inc()
 			b.cfg.Deliver(sig)
 		}
 	}

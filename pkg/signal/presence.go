@@ -12,6 +12,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Presence defaults (docs/operations.md): an entry lives DefaultPresenceTTL
@@ -58,6 +59,8 @@ type PresenceConfig struct {
 	// Logger; nil means slog.Default(). Now; nil means time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Registerer receives the presence metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
 }
 
 // Presence keeps the cluster's presence in a JetStream KV bucket: one entry
@@ -74,6 +77,7 @@ type Presence struct {
 	sampled *logsample.Sampler
 	wake    chan struct{} // 1-buffered: local sessions changed
 	changes chan presenceChange
+	metrics *presenceMetrics
 
 	mu      sync.Mutex
 	local   map[string]bool     // users with a session on this node
@@ -115,7 +119,7 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 		cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
-		table: newPresenceTable(cfg.TTL),
+		table: newPresenceTable(cfg.TTL), metrics: newPresenceMetrics(cfg.Registerer),
 	}, nil
 }
 

@@ -135,9 +135,15 @@ func (p *Presence) apply(e jetstream.KeyValueEntry, initial bool) {
 
 // emit queues a transition for its audience lookup; a full queue drops it.
 func (p *Presence) emit(c presenceChange) {
+	state := "offline"
+	if c.Online {
+		state = "online"
+	}
+	p.metrics.transitions.WithLabelValues(state).Inc()
 	select {
 	case p.changes <- c:
 	default:
+		p.metrics.dropped.Inc()
 		p.sampled.Warn("presence transitions queue full; dropping", "user", c.User)
 	}
 }
@@ -154,6 +160,7 @@ func (p *Presence) notify(ctx context.Context) {
 			to, err := p.cfg.Contacts(lctx, c.User, p.cfg.Audience)
 			cancel()
 			if err != nil {
+				p.metrics.dropped.Inc()
 				p.sampled.Warn("presence audience", "user", c.User, "err", err)
 				continue
 			}
@@ -200,6 +207,7 @@ func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string
 		err = kv.Delete(wctx, p.key(user))
 	}
 	if err != nil && ctx.Err() == nil {
+		p.metrics.writeErrors.Inc()
 		p.sampled.Warn("presence write", "user", user, "online", on, "err", err)
 	}
 }
