@@ -28,9 +28,12 @@ var allowedImports = map[string][]string{
 	"pkg/wire":     {""}, // the WebSocket protocol; any client may import it, so domain types only
 	"pkg/api":      {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample"},
 	"pkg/client":   {"", "pkg/wire"},
-	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream"},
+	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal"},
 	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node"},
+
+	// Signals across the cluster; the API uses it through its own interfaces.
+	"pkg/signal": {"", "internal/logsample"},
 
 	// Samples repeated log lines for any component; imports nothing of ours.
 	"internal/logsample": {},

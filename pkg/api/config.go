@@ -139,6 +139,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for token checks and rate limits. Nil means time.Now.
 	Now func() time.Time
+
+	// Signals carries typing and receipts to every node (and back to this
+	// one, through Server.Signal). Nil means they reach only this node's
+	// connections.
+	Signals Signaler
+	// Presence is told when a user's first and last session on this node
+	// start and end, and answers GET /api/presence. Nil means presence is
+	// off: no frames, and the endpoint answers every user offline.
+	Presence Presence
 }
 
 func (c *Config) setDefaults() error {

@@ -32,6 +32,8 @@ type Server struct {
 	metrics  *metrics
 	rest     *userLimiter
 	gw       *gateway
+	// members caches chats' member lists for typing and receipts.
+	members *memberCache
 
 	// unready makes /readyz fail; set by Unready, first step of shutdown.
 	unready atomic.Bool
@@ -58,6 +60,7 @@ func New(cfg Config) (*Server, error) {
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
 	}
 	s.gw = newGateway(s)
+	s.members = newMemberCache(cfg.Chats, cfg.Now)
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		// Immutable: strings taken from a request (params, queries) are
@@ -98,6 +101,7 @@ func (s *Server) routes() {
 	api.Post("/chats/:id/messages", s.postMessage)
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
+	api.Get("/presence", s.presence)
 }
 
 // App is the Fiber app, for tests (app.Test) and for embedding.

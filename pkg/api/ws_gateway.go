@@ -142,6 +142,7 @@ func (g *gateway) add(s *session) bool {
 	if u == nil {
 		u = make(map[*session]struct{})
 		g.byUser[s.id.User] = u
+		g.userConnectedLocked(s.id.User)
 	}
 	u[s] = struct{}{}
 	return true
@@ -154,6 +155,7 @@ func (g *gateway) remove(s *session) {
 		delete(u, s)
 		if len(u) == 0 {
 			delete(g.byUser, s.id.User)
+			g.userDisconnectedLocked(s.id.User)
 		}
 	}
 	g.mu.Unlock()

@@ -136,6 +136,8 @@ func (s *session) handle(data []byte) {
 		s.onAuth(f)
 	case wire.FrameEdit, wire.FrameDelete, wire.FrameReact:
 		s.onEvent(f)
+	case wire.FrameTyping:
+		s.onTyping(f)
 	}
 }
 

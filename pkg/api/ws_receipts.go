@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/chatd/chatd/pkg/wire"
+	"github.com/chatd/chatd"
 )
 
 // maxPendingReads bounds the chats whose read state a session holds unsaved.
@@ -62,8 +62,12 @@ func (m *readMarker) drain() {
 	}
 }
 
-// store saves one read position and tells the chat's other live sessions on
-// this node (best effort: receipts are live-only by contract). The receipt
+// store saves one read position (durable, through the group commit of read
+// state), then hands the receipt to the signal path, its one fan-out: every
+// node, this one included, offers it to its live sessions of the chat's
+// members except the reading device (best effort: receipts are live-only by
+// contract). The members come from the member cache, not a query per
+// receipt, and travel in the signal, so no receiving node looks them up. The receipt
 // carries the position stored, not the frame's: after a stale or reordered
 // `read` of an older message, the other devices must not be told the chat
 // went back to unread.
@@ -82,17 +86,16 @@ func (m *readMarker) store(chat, upto string) {
 		}
 		return
 	}
-	c, err := cfg.Chats.Chat(ctx, chat)
+	members, err := s.g.srv.members.members(ctx, chat, s.id.User)
 	if err != nil {
 		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
 		return
 	}
-	frame := wire.AppendReceipt(nil, chat, s.id.User, pos.Upto, pos.Seq)
-	for _, member := range c.Members {
-		for _, other := range s.g.sessionsOf(member) {
-			if other != s {
-				other.offer(frame, "receipt")
-			}
-		}
+	sig := chatd.Signal{
+		Kind: chatd.SignalReceipt, Chat: chat, User: s.id.User, SkipDevice: s.id.Device,
+		Upto: pos.Upto, Seq: pos.Seq, To: members,
+	}
+	if err := s.g.srv.signals().Publish(sig); err != nil {
+		s.g.srv.sampled.Warn("publish receipt", "chat", chat, "err", err)
 	}
 }

@@ -79,7 +79,8 @@ type session struct {
 	limits sendLimits
 	reads  readMarker
 
-	auth tokenLife
+	auth   tokenLife
+	typing typingLimiter // read loop only
 }
 
 func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {

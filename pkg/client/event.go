@@ -12,6 +12,10 @@ const (
 	EventState
 	// EventReceipt: someone read a chat up to a message (best effort, live only).
 	EventReceipt
+	// EventTyping: someone is typing in a chat (best effort, live only).
+	EventTyping
+	// EventPresence: a user came online or went offline (best effort, live only).
+	EventPresence
 )
 
 func (k EventKind) String() string {
@@ -22,6 +26,10 @@ func (k EventKind) String() string {
 		return "state"
 	case EventReceipt:
 		return "receipt"
+	case EventTyping:
+		return "typing"
+	case EventPresence:
+		return "presence"
 	}
 	return "unknown"
 }
@@ -58,6 +66,9 @@ type Event struct {
 	Via     Via
 	State   State
 	Receipt Receipt
+	// Typing is set for EventTyping, Presence for EventPresence.
+	Typing   Typing
+	Presence Presence
 }
 
 // State is a connection change. On connect, Connected is true and User and

@@ -45,6 +45,8 @@ func (s *session) handle(ctx context.Context, f *wire.ServerFrame) {
 		s.c.emit(ctx, Event{Kind: EventReceipt, Receipt: Receipt{Chat: f.Chat, User: f.User, Upto: f.Upto, Seq: f.Seq}})
 	case wire.FrameAuthed:
 		s.refresh.onAuthed(f.Exp)
+	case wire.FrameTyping, wire.FramePresence:
+		s.onSignal(ctx, f)
 	case wire.FramePong, wire.FrameHello:
 	default:
 		// Newer servers may add frames; ignoring them keeps old clients working.

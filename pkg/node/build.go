@@ -11,6 +11,7 @@ import (
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 )
@@ -68,6 +69,18 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	// Deliver is called only once Run subscribes, after n.API is set.
+	n.Signals, err = signal.NewBus(signal.BusConfig{Conn: n.nc, Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log, Registerer: n.reg})
+	if err != nil {
+		return err
+	}
+	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
+		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
+		Replicas: cfg.StreamReplicas, Logger: n.log, Registerer: n.reg,
+	})
+	if err != nil {
+		return err
+	}
 	n.API, err = api.New(api.Config{
 		JWTSecret:      secret,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -82,6 +95,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		},
 		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
 		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
+		Signals: n.Signals, Presence: n.Presence,
 	})
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
@@ -44,6 +45,10 @@ type Node struct {
 	Push    *push.Registry
 	Reclaim *reclaim.Reclaimer
 	API     *api.Server
+	// Signals carries typing and receipts between the nodes.
+	Signals *signal.Bus
+	// Presence keeps the cluster's presence in its KV bucket.
+	Presence *signal.Presence
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	nodeID      string

@@ -55,6 +55,8 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
 	deliver.start(failed, "retention", n.pruneHistory)
 	deliver.start(failed, "outbox stats", n.outboxStats.run)
+	deliver.start(failed, "signals", n.Signals.Run)
+	deliver.start(failed, "presence", n.Presence.Run)
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}

@@ -105,6 +105,8 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		return decodeAuth(&w)
 	case FrameEdit, FrameDelete, FrameReact:
 		return decodeEvent(&w)
+	case FrameTyping:
+		return decodeTyping(&w)
 	default:
 		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
 	}
@@ -193,6 +195,8 @@ func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
 		dst = appendString(dst, f.Upto)
 	case FrameAuth:
 		dst = appendAuth(dst, f)
+	case FrameTyping:
+		dst = appendTypingFields(dst, f)
 	}
 	dst = appendEventClientFields(dst, f)
 	return append(dst, '}')

@@ -14,9 +14,8 @@ const (
 	FrameRead FrameType = "read"
 	FramePing FrameType = "ping"
 
-	// v2 (docs/protocol.md "Events (v2)"): named here so that both ends
-	// agree on the spelling; the server does not accept them yet and
-	// answers them `rejected invalid` like any unknown type.
+	// v2 (docs/protocol.md): events (events.go), typing (signals) and the
+	// in-band token refresh (auth_frames.go).
 	FrameEdit   FrameType = "edit"
 	FrameDelete FrameType = "delete"
 	FrameReact  FrameType = "react"
@@ -33,7 +32,7 @@ const (
 	FrameReceipt  FrameType = "receipt"
 	FramePong     FrameType = "pong"
 
-	// v2; not sent yet.
+	// v2: presence (signals) and the answer to an in-band token refresh.
 	FramePresence FrameType = "presence"
 	FrameAuthed   FrameType = "authed" // sent: see auth_frames.go
 )
@@ -42,8 +41,7 @@ const (
 // means KindMessage.
 type Kind string
 
-// Event kinds (v2). Constants only for now: every stored event is a
-// message until the server accepts the others.
+// Event kinds (v2): the msg object's "kind" (an absent kind is a message).
 const (
 	KindMessage  Kind = "message"
 	KindEdit     Kind = "edit"

@@ -67,6 +67,9 @@ type ServerFrame struct {
 	EditedAt  *time.Time          `json:"edited_at"`
 	Deleted   bool                `json:"deleted"`
 	Reactions map[string][]string `json:"reactions"`
+	// presence (v2; User is the user who came or went)
+	Online   bool      `json:"online"`
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // Message is the message a `msg` frame carries.

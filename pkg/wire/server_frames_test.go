@@ -148,7 +148,7 @@ func TestDecodeServerFrame(t *testing.T) {
 	}{
 		{"unknown type is not an error", `{"type":"confetti","x":1}`, wire.ServerFrame{Type: "confetti"}, nil},
 		{"v2 presence", `{"type":"presence","user":"bob","online":false,"last_seen":"2025-01-01T00:00:00Z"}`,
-			wire.ServerFrame{Type: wire.FramePresence, User: "bob"}, nil},
+			wire.ServerFrame{Type: wire.FramePresence, User: "bob", LastSeen: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 		{"v2 receipt with seq", `{"type":"receipt","chat":"c","user":"u","upto":"m","seq":5}`,
 			wire.ServerFrame{Type: wire.FrameReceipt, Chat: "c", User: "u", Upto: "m", Seq: 5}, nil},
 		{"v2 authed", `{"type":"authed","exp":1767225600}`, wire.ServerFrame{Type: wire.FrameAuthed, Exp: 1767225600}, nil},

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"testing"
+	"time"
+)
+
+// The limiter passes one typing frame per chat per 3 s and keeps chats
+// apart; it is a pure function of the clock, so time moves by hand.
+func TestTypingLimiter(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	steps := []struct {
+		name string
+		chat string
+		at   time.Duration
+		want bool
+	}{
+		{"first passes", "c1", 0, true},
+		{"again at once is dropped", "c1", 0, false},
+		{"another chat passes", "c2", 100 * time.Millisecond, true},
+		{"just under 3 s is dropped", "c1", typingInterval - time.Millisecond, false},
+		{"at 3 s passes", "c1", typingInterval, true},
+		{"a drop does not restart the interval", "c1", typingInterval + typingInterval - time.Millisecond, false},
+		{"after the interval passes", "c1", 2 * typingInterval, true},
+	}
+	var l typingLimiter
+	for _, tt := range steps {
+		if got := l.allow(tt.chat, t0.Add(tt.at)); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Pruning forgets only expired chats, so a connection typing in many chats
+// keeps a small map and still limits the recent ones.
+func TestTypingLimiterPrunes(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var l typingLimiter
+	for i := range typingPrune {
+		l.allow(string(rune('a'+i)), t0)
+	}
+	l.allow("recent", t0.Add(typingInterval))
+	if !l.allow("late", t0.Add(typingInterval+time.Second)) {
+		t.Fatal("a new chat was dropped")
+	}
+	if got := len(l.last); got > 3 {
+		t.Errorf("got %d chats kept, want the expired ones pruned", got)
+	}
+	if l.allow("recent", t0.Add(typingInterval+time.Second)) {
+		t.Error("pruning forgot a chat still inside its interval")
+	}
+}

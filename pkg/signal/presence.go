@@ -1,0 +1,158 @@
+package signal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Presence defaults (docs/operations.md): an entry lives DefaultPresenceTTL
+// after its last refresh, and nodes refresh theirs every
+// DefaultPresenceRefresh, so two refreshes in a row may be lost before a
+// live user looks offline, and a dead node's users go offline at most
+// TTL + the expiry tick (8.5 s) after its death, inside the contract's 10 s
+// with room for the audience query and delivery.
+const (
+	DefaultPresenceBucket  = "chat_presence"
+	DefaultPresenceTTL     = 8 * time.Second
+	DefaultPresenceRefresh = 2500 * time.Millisecond
+	// DefaultPresenceAudience is the largest chat whose members hear of a
+	// member's presence (docs/protocol.md).
+	DefaultPresenceAudience = 256
+)
+
+// presenceQueue bounds the transitions waiting for their audience lookup;
+// beyond it a transition's frames are dropped (best effort), counted in the log.
+const presenceQueue = 1024
+
+// PresenceConfig configures Presence. Zero values take the defaults.
+type PresenceConfig struct {
+	// JS is the node's JetStream. Required.
+	JS jetstream.JetStream
+	// NodeID names this node's entries (key "<user>.<node>"). Required.
+	NodeID string
+	// Contacts returns who hears of user's presence: the users sharing a
+	// chat of at most maxMembers members with user. Required.
+	Contacts func(ctx context.Context, user string, maxMembers int) ([]string, error)
+	// Deliver hands a presence signal to this node's live connections; it
+	// must not block. Required.
+	Deliver func(chatd.Signal)
+	// Bucket is the KV bucket. Zero means DefaultPresenceBucket.
+	Bucket string
+	// Replicas of the bucket. Zero means 1.
+	Replicas int
+	// TTL and Refresh: zero means DefaultPresenceTTL and DefaultPresenceRefresh.
+	TTL     time.Duration
+	Refresh time.Duration
+	// Audience is the largest chat whose members hear of presence. Zero
+	// means DefaultPresenceAudience.
+	Audience int
+	// Logger; nil means slog.Default(). Now; nil means time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Registerer receives the presence metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
+}
+
+// Presence keeps the cluster's presence in a JetStream KV bucket: one entry
+// per user and node holding a session of theirs, refreshed by that node and
+// expiring on its own when the node dies. Every node watches the bucket,
+// derives each user's transitions (presenceTable) and tells its own
+// connections of the users who hear of them; so a transition has no owner
+// node, and a dead node's users go offline although it can say nothing.
+// Connected, Disconnected and Lookup are safe for concurrent use and do not
+// block; Run does the I/O.
+type Presence struct {
+	cfg     PresenceConfig
+	log     *slog.Logger
+	sampled *logsample.Sampler
+	wake    chan struct{} // 1-buffered: local sessions changed
+	changes chan presenceChange
+	metrics *presenceMetrics
+
+	mu      sync.Mutex
+	local   map[string]bool     // users with a session on this node
+	pending map[string]struct{} // users whose entry must be put or deleted
+	table   *presenceTable
+}
+
+// NewPresence returns a Presence; call Run.
+func NewPresence(cfg PresenceConfig) (*Presence, error) {
+	switch {
+	case cfg.JS == nil || cfg.NodeID == "" || cfg.Contacts == nil || cfg.Deliver == nil:
+		return nil, errors.New("signal: PresenceConfig needs JS, NodeID, Contacts and Deliver")
+	case strings.ContainsAny(cfg.NodeID, ".*> "):
+		return nil, fmt.Errorf("signal: node id %q cannot be part of a KV key", cfg.NodeID)
+	}
+	if cfg.Bucket == "" {
+		cfg.Bucket = DefaultPresenceBucket
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultPresenceTTL
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultPresenceRefresh
+	}
+	if cfg.Audience <= 0 {
+		cfg.Audience = DefaultPresenceAudience
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger.With("component", "presence")
+	return &Presence{
+		cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}),
+		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
+		local: make(map[string]bool), pending: make(map[string]struct{}),
+		table: newPresenceTable(cfg.TTL), metrics: newPresenceMetrics(cfg.Registerer),
+	}, nil
+}
+
+// Connected records that user's first session on this node started.
+func (p *Presence) Connected(user string) { p.setLocal(user, true) }
+
+// Disconnected records that user's last session on this node ended.
+func (p *Presence) Disconnected(user string) { p.setLocal(user, false) }
+
+func (p *Presence) setLocal(user string, on bool) {
+	p.mu.Lock()
+	if on {
+		p.local[user] = true
+	} else {
+		delete(p.local, user)
+	}
+	p.pending[user] = struct{}{}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Lookup returns what this node knows of each user's presence, in order.
+func (p *Presence) Lookup(users []string) []chatd.Presence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]chatd.Presence, len(users))
+	for i, u := range users {
+		out[i] = p.table.lookup(u)
+	}
+	return out
+}
+
+func (p *Presence) key(user string) string { return user + "." + p.cfg.NodeID }
