@@ -60,8 +60,7 @@ type clientJSON struct {
 // maxFrameBytes; the server calls it for every frame it reads. It returns an
 // error wrapping ErrProtocol when data is over the limit, not valid UTF-8 or
 // not JSON, and one wrapping chatd.ErrInvalid when the frame is JSON but its
-// type is unknown or
-// a field is missing, mistyped or breaks the id rules. On an invalid send
+// type is unknown or a field is missing, mistyped or breaks the id rules. On an invalid send
 // frame the returned ClientFrame still carries the cid (when it is a short
 // string) for the `rejected` answer. Body size is not checked here:
 // too_large is decided against the body limit by the caller.
