@@ -16,6 +16,8 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Defaults of JWKSConfig.
@@ -75,6 +77,9 @@ type jwks struct {
 	log   *slog.Logger
 	now   func() time.Time
 	store jwkset.Storage // concurrent-safe; replaced whole on each fetch
+	// fetches counts fetches by result (ok, failed): a provider outage
+	// shows here before the first withdrawn key is wrongly still accepted.
+	fetches *prometheus.CounterVec
 
 	// fetchMu serialises fetches, so concurrent unknown kids cause one.
 	fetchMu sync.Mutex
@@ -86,7 +91,7 @@ type jwks struct {
 
 // newJWKS fetches the set once: a wrong URL fails the start, not the first
 // login.
-func newJWKS(cfg JWKSConfig, log *slog.Logger, now func() time.Time) (*jwks, error) {
+func newJWKS(cfg JWKSConfig, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) (*jwks, error) {
 	cfg.setDefaults()
 	k := &jwks{cfg: cfg, log: log, now: now, store: jwkset.NewMemoryStorage()}
 	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
@@ -94,8 +99,15 @@ func newJWKS(cfg JWKSConfig, log *slog.Logger, now func() time.Time) (*jwks, err
 	k.fetchMu.Lock()
 	defer k.fetchMu.Unlock()
 	if err := k.fetchLocked(ctx); err != nil {
+		cfg.Client.CloseIdleConnections()
 		return nil, fmt.Errorf("api: JWKS %s: %w", cfg.URL, err)
 	}
+	// Registered only once the set is good, so a failed New leaves the
+	// registry as it was.
+	k.fetches = promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_jwks_fetches_total",
+		Help: "JWK Set fetches after the one at start (hourly and for unknown kids), by result: ok or failed (previous keys kept).",
+	}, []string{"result"})
 	return k, nil
 }
 
@@ -156,8 +168,11 @@ func (k *jwks) refresh(ctx context.Context, forKid bool) {
 	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
 	defer cancel()
 	if err := k.fetchLocked(ctx); err != nil {
+		k.fetches.WithLabelValues("failed").Inc()
 		k.log.Warn("JWKS refresh failed; keeping the previous keys", "url", k.cfg.URL, "err", err)
+		return
 	}
+	k.fetches.WithLabelValues("ok").Inc()
 }
 
 // key returns the public key named kid for a token signed with alg. An

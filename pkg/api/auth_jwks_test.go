@@ -21,6 +21,7 @@ import (
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/fasthttp/websocket"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const (
@@ -269,7 +270,11 @@ func TestJWKSKeyRotationPickedUpOnFirstUse(t *testing.T) {
 	t.Parallel()
 	p := mustIDP(t)
 	p.add("old", "RS256")
-	e := mustJWKSEnv(t, p)
+	reg := prometheus.NewRegistry()
+	e := mustEnv(t, func(c *api.Config) {
+		c.JWKS = api.JWKSConfig{URL: p.srv.URL, Issuer: testIssuer, Audience: testAudience}
+		c.Registry = reg
+	})
 	key := p.add("new", "ES256")
 	tok := sign(t, key, "new", idpClaims("alice"))
 	if got, body, _ := e.callToken(t, tok, "GET", "/api/chats", nil); got != http.StatusOK {
@@ -282,6 +287,7 @@ func TestJWKSKeyRotationPickedUpOnFirstUse(t *testing.T) {
 	if got, _, _ := e.callToken(t, tok, "GET", "/api/chats", nil); got != http.StatusUnauthorized {
 		t.Fatalf("second unknown kid within the refresh floor: got %d, want 401", got)
 	}
+	waitMetric(t, reg, "chatd_jwks_fetches_total", 1)
 }
 
 func TestJWKSInBandRefresh(t *testing.T) {

@@ -51,7 +51,7 @@ func New(cfg Config) (*Server, error) {
 	var keys *jwks
 	if cfg.JWKS.URL != "" {
 		var err error
-		if keys, err = newJWKS(cfg.JWKS, log, cfg.Now); err != nil {
+		if keys, err = newJWKS(cfg.JWKS, cfg.Registry, log, cfg.Now); err != nil {
 			return nil, err
 		}
 	}
