@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,24 +71,53 @@ func IssueToken(secret []byte, user, device string, ttl time.Duration) (string, 
 // must be a valid user id and `dev`, when present, a valid device id. Every
 // failure wraps ErrUnauthorized.
 func VerifyToken(secret []byte, token string) (Identity, error) {
-	return newVerifier(secret, time.Now).verify(token)
+	return newVerifier(secret, nil, time.Now).verify(token)
 }
 
-// verifier is VerifyToken with its parser built once and a clock to move in tests.
+// asymmetricAlgs are the algorithms a JWKS key may sign with.
+var asymmetricAlgs = []string{
+	jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg(), jwt.SigningMethodEdDSA.Alg(),
+}
+
+// verifier is VerifyToken with its parsers built once, a clock to move in
+// tests and, when configured, the identity provider's keys.
 type verifier struct {
 	secret []byte
-	parser *jwt.Parser
+	hs     *jwt.Parser
+	// keys is nil without a JWKS URL; then jwksParser is nil too, and every
+	// token goes through hs, exactly as before JWKS support.
+	keys       *jwks
+	jwksParser *jwt.Parser
 }
 
-func newVerifier(secret []byte, now func() time.Time) *verifier {
-	return &verifier{
+func newVerifier(secret []byte, keys *jwks, now func() time.Time) *verifier {
+	v := &verifier{
 		secret: secret,
-		parser: jwt.NewParser(
+		hs: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
 			jwt.WithTimeFunc(now),
 		),
+		keys: keys,
 	}
+	if keys != nil {
+		// Two parsers, not one accepting all four algorithms: each pins the
+		// algorithms its keys are for, and iss/aud bind the provider's
+		// tokens only (chatd's own HS256 tokens carry neither).
+		opts := []jwt.ParserOption{
+			jwt.WithValidMethods(asymmetricAlgs),
+			jwt.WithExpirationRequired(),
+			jwt.WithTimeFunc(now),
+		}
+		if keys.cfg.Issuer != "" {
+			opts = append(opts, jwt.WithIssuer(keys.cfg.Issuer))
+		}
+		if keys.cfg.Audience != "" {
+			opts = append(opts, jwt.WithAudience(keys.cfg.Audience))
+		}
+		v.jwksParser = jwt.NewParser(opts...)
+	}
+	return v
 }
 
 func (v *verifier) verify(token string) (Identity, error) {
@@ -96,21 +127,76 @@ func (v *verifier) verify(token string) (Identity, error) {
 	if len(token) > maxTokenBytes {
 		return Identity{}, fmt.Errorf("token longer than %d bytes: %w", maxTokenBytes, ErrUnauthorized)
 	}
+	if v.keys != nil && headerAlg(token) != jwt.SigningMethodHS256.Alg() {
+		return v.verifyJWKS(token)
+	}
 	var c claims
-	_, err := v.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return v.secret, nil })
+	_, err := v.hs.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return v.secret, nil })
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
-	if !chatd.ValidUserID(c.Subject) {
-		return Identity{}, fmt.Errorf("sub %q is not a user id: %w", c.Subject, ErrUnauthorized)
+	return identityOf(c.Subject, c.Dev, c.ExpiresAt.Time)
+}
+
+// verifyJWKS checks a token signed by a key of the JWK Set, selected by kid.
+// The user comes from the configured claim.
+func (v *verifier) verifyJWKS(token string) (Identity, error) {
+	c := jwt.MapClaims{}
+	_, err := v.jwksParser.ParseWithClaims(token, c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		return v.keys.key(kid, t.Method.Alg())
+	})
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
-	dev := c.Dev
+	user, ok := c[v.keys.cfg.UserClaim].(string)
+	if !ok {
+		return Identity{}, fmt.Errorf("claim %q is not a string: %w", v.keys.cfg.UserClaim, ErrUnauthorized)
+	}
+	dev, ok := c["dev"].(string)
+	if _, present := c["dev"]; present && !ok {
+		return Identity{}, fmt.Errorf("dev is not a string: %w", ErrUnauthorized)
+	}
+	exp, err := c.GetExpirationTime()
+	if err != nil || exp == nil {
+		return Identity{}, fmt.Errorf("no exp: %w", ErrUnauthorized)
+	}
+	return identityOf(user, dev, exp.Time)
+}
+
+// identityOf applies chatd's id rules to a verified token's user and device,
+// whichever key signed it.
+func identityOf(user, dev string, exp time.Time) (Identity, error) {
+	if !chatd.ValidUserID(user) {
+		return Identity{}, fmt.Errorf("user %q is not a user id: %w", user, ErrUnauthorized)
+	}
 	if dev == "" {
 		dev = chatd.DefaultDevice
 	} else if !chatd.ValidDeviceID(dev) {
 		return Identity{}, fmt.Errorf("dev %q is not a device id: %w", dev, ErrUnauthorized)
 	}
-	return Identity{User: c.Subject, Device: dev, Expires: c.ExpiresAt.Time}, nil
+	return Identity{User: user, Device: dev, Expires: exp}, nil
+}
+
+// headerAlg is the alg a token's header claims, unverified, or "" when the
+// header does not decode. It only picks the parser; each parser then pins
+// its own algorithms and verifies.
+func headerAlg(token string) string {
+	head, _, ok := strings.Cut(token, ".")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return ""
+	}
+	return h.Alg
 }
 
 // bearer extracts the token of an `Authorization: Bearer T` header value.

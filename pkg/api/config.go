@@ -71,6 +71,9 @@ type Config struct {
 	Listen string
 	// JWTSecret signs and verifies HS256 tokens. Required, at least 16 bytes.
 	JWTSecret []byte
+	// JWKS adds tokens signed by an identity provider (RS256, ES256, EdDSA).
+	// Zero accepts HS256 tokens only.
+	JWKS JWKSConfig
 	// AllowedOrigins lists the Origin header values a browser WebSocket may
 	// come from ("*" allows any). Empty allows only clients that send no
 	// Origin (non-browser clients) or whose Origin's host equals the Host

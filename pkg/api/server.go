@@ -49,13 +49,20 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m := newMetrics(cfg.Registry)
 	log := cfg.Logger.With("component", "api")
+	var keys *jwks
+	if cfg.JWKS.URL != "" {
+		var err error
+		if keys, err = newJWKS(cfg.JWKS, cfg.Registry, log, cfg.Now); err != nil {
+			return nil, err
+		}
+	}
+	m := newMetrics(cfg.Registry)
 	s := &Server{
 		cfg:      cfg,
 		log:      log,
 		sampled:  logsample.New(log, logsample.Config{}),
-		verifier: newVerifier(cfg.JWTSecret, cfg.Now),
+		verifier: newVerifier(cfg.JWTSecret, keys, cfg.Now),
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
 	}
@@ -117,9 +124,18 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened (tests use port 0).
+// Serve is Run on a listener the caller opened (tests use port 0). With a
+// JWKS URL it also refreshes the key set every JWKSConfig.RefreshInterval,
+// and stops that before it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.sampled.Flush()
+	if keys := s.verifier.keys; keys != nil {
+		// The JWKS refresher lives as long as Serve, which waits for it.
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); keys.run(rctx) }()
+		defer func() { stop(); <-done }()
+	}
 	ln = newLimitListener(ln, s.cfg.MaxConnections, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()

@@ -83,6 +83,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	}
 	n.API, err = api.New(api.Config{
 		JWTSecret:      secret,
+		JWKS:           cfg.JWKS,
 		AllowedOrigins: cfg.AllowedOrigins,
 		AdminUsers:     cfg.AdminUsers,
 		ReadTimeout:    cfg.HTTPReadTimeout,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
@@ -39,6 +40,9 @@ type Config struct {
 	// JWTSecret signs tokens. Empty in embedded mode: generated once and kept
 	// in DataDir. Required with an external database (all nodes must share it).
 	JWTSecret string
+	// JWKS makes the node also accept an identity provider's RS256, ES256
+	// and EdDSA tokens (see api.JWKSConfig). Zero URL: HS256 tokens only.
+	JWKS api.JWKSConfig
 	// NodeID names this node's durable consumer. Empty: generated once and
 	// kept in DataDir.
 	NodeID string
