@@ -21,7 +21,7 @@ var (
 	// ErrCIDConflict: the sender already used this cid for another chat or
 	// another kind of event (v2). A cid names one event of one sender; a
 	// resend must repeat its chat and kind, and a new event needs a new cid.
-	ErrCIDConflict = errors.New("cid already used for another chat")
+	ErrCIDConflict = errors.New("cid conflict")
 	// ErrOverloaded: a bounded queue is full; the request was not taken and may be retried.
 	ErrOverloaded = errors.New("overloaded")
 	// ErrRateLimited: the caller is over a rate or credit limit.
