@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
@@ -102,19 +101,5 @@ func (s *Server) submitEvent(c *fiber.Ctx, req ingest.Request) error {
 	}
 	who := identity(c)
 	req.Chat, req.Target, req.From, req.Device = chat, mid, who.User, who.Device
-	ctx, cancel := s.storeCtx(c)
-	defer cancel()
-	res, err := s.cfg.Ingest.Send(ctx, req)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return s.fail(c, err)
-	}
-	status := fiber.StatusCreated
-	if res.Duplicate {
-		status = fiber.StatusOK
-	}
-	m := res.Message
-	return c.Status(status).JSON(postMessageResponse{ID: m.ID, Seq: m.Seq, CID: m.CID, TS: m.TS.Format(time.RFC3339Nano)})
+	return s.submit(c, req)
 }

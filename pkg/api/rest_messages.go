@@ -122,9 +122,16 @@ func (s *Server) postMessage(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	who := identity(c)
+	return s.submit(c, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
+}
+
+// submit sends req through ingest and answers like POST …/messages: 201
+// with the stored event, 200 for a resend of its cid, or the mapped error.
+// Every REST call that stores an event (send, edit, delete, react) ends here.
+func (s *Server) submit(c *fiber.Ctx, req ingest.Request) error {
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	res, err := s.cfg.Ingest.Send(ctx, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
+	res, err := s.cfg.Ingest.Send(ctx, req)
 	if err == nil {
 		err = res.Err
 	}

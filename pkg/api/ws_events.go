@@ -1,8 +1,6 @@
 package api
 
 import (
-	"time"
-
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/wire"
@@ -13,15 +11,9 @@ import (
 // rejected through onResult after commit (G1). Ingest checks the body and
 // emoji sizes; the store checks the target and the author.
 func (s *session) onEvent(f wire.ClientFrame) {
-	if !s.limits.allow(time.Now()) {
-		s.limited(f.CID, "over rate_per_s/rate_burst")
+	if !s.admit(f.CID) {
 		return
 	}
-	if !s.limits.takeCredit() {
-		s.limited(f.CID, "over credits: too many sends await accepted")
-		return
-	}
-	s.limits.passed()
 	if f.Type == wire.FrameEdit {
 		if err := chatd.CheckBody(f.Body, s.g.cfg.Limits.MaxBodyBytes); err != nil {
 			s.limits.returnCredit()

@@ -155,18 +155,29 @@ func (s *session) limited(cid, msg string) {
 	}
 }
 
+// admit applies the connection's rate limit and send credits to a frame
+// that stores an event (send, edit, delete, react). On false the frame was
+// answered `rejected rate_limited` (or the connection closed, 4008) and must
+// be dropped; on true the caller holds one credit, which onResult returns.
+func (s *session) admit(cid string) bool {
+	if !s.limits.allow(time.Now()) {
+		s.limited(cid, "over rate_per_s/rate_burst")
+		return false
+	}
+	if !s.limits.takeCredit() {
+		s.limited(cid, "over credits: too many sends await accepted")
+		return false
+	}
+	s.limits.passed()
+	return true
+}
+
 // onSend checks the connection's limits and the body, then submits to
 // ingest; the answer comes back through onResult after commit (G1).
 func (s *session) onSend(f wire.ClientFrame) {
-	if !s.limits.allow(time.Now()) {
-		s.limited(f.CID, "over rate_per_s/rate_burst")
+	if !s.admit(f.CID) {
 		return
 	}
-	if !s.limits.takeCredit() {
-		s.limited(f.CID, "over credits: too many sends await accepted")
-		return
-	}
-	s.limits.passed()
 	if err := chatd.CheckBody(f.Body, s.g.cfg.Limits.MaxBodyBytes); err != nil {
 		s.limits.returnCredit()
 		s.reject(f.CID, rejectCode(err), err.Error())
