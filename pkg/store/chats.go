@@ -265,7 +265,7 @@ func (s *Store) RemoveMember(ctx context.Context, chatID, actor, user string) er
 func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var kind string
-		err := tx.QueryRow(ctx, `select kind from chats where id = $1 for update`, chatID).Scan(&kind)
+		err := tx.QueryRow(ctx, `select kind from chats where id = $1 for no key update`, chatID).Scan(&kind)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("chat %s: %w", chatID, chatd.ErrNotFound)
 		}

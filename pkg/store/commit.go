@@ -179,7 +179,11 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 	}
 	b := &pgx.Batch{}
 	// Fixed (id) order: concurrent batches cannot deadlock on chat rows.
-	b.Queue(`select id, last_seq from chats where id = any($1) order by id for update`, p.chatIDs)
+	// FOR NO KEY UPDATE, not FOR UPDATE: it serialises seq allocation just
+	// the same (it conflicts with itself) but not with the key-share locks
+	// that inserts referencing a chat take (read_state, members), so a read
+	// batch, whatever the order of its marks, never deadlocks a commit.
+	b.Queue(`select id, last_seq from chats where id = any($1) order by id for no key update`, p.chatIDs)
 	// Lookups by index per key, whatever the statistics say (see probeNote).
 	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
 		from unnest($1::text[], $2::text[]) as k(sender, cid)

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -72,13 +75,24 @@ func (s *Store) MarkReadBatch(ctx context.Context, marks []ReadMark) ([]ReadResu
 		return nil, fmt.Errorf("mark read: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	// Upserts in (chat, user) order: two batches (on two nodes) that share
+	// read_state rows lock them in the same order and cannot deadlock.
+	order := make([]int, len(marks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(marks[a].Chat, marks[b].Chat), strings.Compare(marks[a].User, marks[b].User))
+	})
 	batch := &pgx.Batch{}
-	for _, mk := range marks {
+	for _, i := range order {
+		mk := marks[i]
 		batch.Queue(markReadSQL, mk.User, mk.Chat, mk.Upto)
 	}
 	br := tx.SendBatch(ctx, batch)
 	out := make([]ReadResult, len(marks))
-	for i, mk := range marks {
+	for _, i := range order {
+		mk := marks[i]
 		var chatExists, member bool
 		var pos chatd.ReadPosition
 		if err := br.QueryRow().Scan(&chatExists, &member, &pos.Seq, &pos.Upto); err != nil {
