@@ -15,21 +15,33 @@ const (
 	scenarioPairs  = "pairs"
 	scenarioGroups = "groups"
 	scenarioIdle   = "idle"
+	scenarioMixed  = "mixed"
 )
 
 // Config is one load run. Zero values take the defaults documented on each
 // field (set by registerFlags for the command, by setDefaults for tests).
 type Config struct {
-	// Scenario is pairs, groups or idle. Zero: pairs.
+	// Scenario is pairs, groups, mixed or idle. Zero: pairs.
 	Scenario string
 	// Clients is the number of client connections (each its own user with
-	// device "load"). Zero: 100; in groups, zero means Groups·Members (each
-	// client in one group); fewer clients than that spread over the groups.
+	// device "load"). Zero: 100; in groups and mixed, zero means
+	// Groups·Members (each client in one group); fewer clients than that
+	// spread over the groups.
 	Clients int
-	// Groups and Members shape the groups scenario. Zero: 10 and 10.
+	// Groups and Members shape the groups and mixed scenarios. Zero: 10 and
+	// 10 for groups, 100 and 6 for mixed.
 	Groups, Members int
-	// Rate is the total target of sends per second, paced evenly over the
-	// senders. Zero sends nothing.
+	// Mix weighs the actions of a mixed turn, "send=50,edit=15,..." over
+	// send, edit, delete, react and read (see mixed.go). Zero: defaultMix.
+	Mix string
+	// MetaPct of mixed sends carry meta. Zero: none; the flag defaults to 30.
+	MetaPct float64
+	// TypingRate is the total of typing signals per second in mixed, spread
+	// over random clients and their chats. Zero: one per client per 5 s;
+	// negative: none.
+	TypingRate float64
+	// Rate is the total target of sends (mixed: turns) per second, paced
+	// evenly over the senders. Zero sends nothing.
 	Rate float64
 	// Duration is the measured load after Warmup; Warmup runs the same load
 	// but is left out of rates and latencies (reconciliation covers both).
@@ -71,6 +83,8 @@ type Config struct {
 	MaxPending  int
 	Grace       time.Duration
 
+	mix mixWeights // Mix parsed by setDefaults
+
 	// JSONPath and HTMLPath receive the report when set.
 	JSONPath, HTMLPath string
 	// Progress is the interval of the progress line. Zero: 5 s; negative: none.
@@ -86,16 +100,31 @@ func (c *Config) setDefaults() error {
 	if c.Scenario == "" {
 		c.Scenario = scenarioPairs
 	}
+	if c.Scenario == scenarioMixed {
+		setZero(&c.Groups, 100)
+		setZero(&c.Members, 6)
+	}
 	setZero(&c.Groups, 10)
 	setZero(&c.Members, 10)
 	switch c.Scenario {
 	case scenarioPairs, scenarioIdle:
 		setZero(&c.Clients, 100)
-	case scenarioGroups:
+	case scenarioGroups, scenarioMixed:
 		setZero(&c.Clients, c.Groups*c.Members)
 	default:
-		return fmt.Errorf("unknown scenario %q (want pairs, groups or idle)", c.Scenario)
+		return fmt.Errorf("unknown scenario %q (want pairs, groups, mixed or idle)", c.Scenario)
 	}
+	if c.Mix == "" {
+		c.Mix = defaultMix
+	}
+	if c.TypingRate == 0 {
+		c.TypingRate = float64(c.Clients) / 5
+	}
+	mix, err := parseMix(c.Mix)
+	if err != nil {
+		return err
+	}
+	c.mix = mix
 	setZero(&c.BodyBytes, 64)
 	setZero(&c.ConnectRate, 500)
 	if c.Drain <= 0 {
@@ -127,11 +156,14 @@ func (c *Config) validate() error {
 	if c.Scenario == scenarioPairs && (c.Clients < 2 || c.Clients%2 != 0) {
 		errs = append(errs, fmt.Errorf("pairs needs an even number of clients ≥ 2, got %d", c.Clients))
 	}
-	if c.Scenario == scenarioGroups && (c.Members < 2 || c.Clients < c.Members) {
-		errs = append(errs, fmt.Errorf("groups needs ≥ 2 members and clients ≥ members, got %d members, %d clients", c.Members, c.Clients))
+	if (c.Scenario == scenarioGroups || c.Scenario == scenarioMixed) && (c.Members < 2 || c.Clients < c.Members) {
+		errs = append(errs, fmt.Errorf("%s needs ≥ 2 members and clients ≥ members, got %d members, %d clients", c.Scenario, c.Members, c.Clients))
 	}
 	if c.Rate < 0 || c.Duration <= 0 || c.Warmup < 0 {
 		errs = append(errs, errors.New("rate must be ≥ 0 and duration > 0, warmup ≥ 0"))
+	}
+	if c.MetaPct < 0 || c.MetaPct > 100 {
+		errs = append(errs, errors.New("meta-pct is a percentage (0–100)"))
 	}
 	if c.StallPct < 0 || c.StallPct > 100 || c.DropPct < 0 || c.DropPct > 100 {
 		errs = append(errs, errors.New("stall-pct and drop-pct are percentages (0–100)"))
@@ -148,11 +180,14 @@ func setZero(p *int, def int) {
 // registerFlags binds the command line to c. Secrets may also come from the
 // environment (CHATD_JWT_SECRET) so they stay out of shell history.
 func registerFlags(fs *flag.FlagSet, c *Config) *bool {
-	fs.StringVar(&c.Scenario, "scenario", scenarioPairs, "pairs | groups | idle")
-	fs.IntVar(&c.Clients, "clients", 0, "client connections (default 100; groups: groups×members)")
-	fs.IntVar(&c.Groups, "groups", 10, "groups (groups scenario)")
-	fs.IntVar(&c.Members, "members", 10, "members per group (groups scenario)")
-	fs.Float64Var(&c.Rate, "rate", 100, "total target sends per second, paced evenly over the senders")
+	fs.StringVar(&c.Scenario, "scenario", scenarioPairs, "pairs | groups | mixed | idle")
+	fs.IntVar(&c.Clients, "clients", 0, "client connections (default 100; groups, mixed: groups×members)")
+	fs.IntVar(&c.Groups, "groups", 0, "groups (groups scenario: default 10; mixed: 100)")
+	fs.IntVar(&c.Members, "members", 0, "members per group (groups scenario: default 10; mixed: 6)")
+	fs.StringVar(&c.Mix, "mix", defaultMix, "mixed: weights of each turn's action over send, edit, delete, react, read")
+	fs.Float64Var(&c.MetaPct, "meta-pct", 30, "mixed: percent of sends that carry meta")
+	fs.Float64Var(&c.TypingRate, "typing-rate", 0, "mixed: typing signals per second in total (default clients/5; negative: none)")
+	fs.Float64Var(&c.Rate, "rate", 100, "total target sends (mixed: turns) per second, paced evenly over the senders")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measured load duration (after warm-up)")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "warm-up at the same rate, left out of rates and latencies")
 	fs.Float64Var(&c.StallPct, "stall-pct", 0, "percent of clients that stop acking for --stall-for at random times")

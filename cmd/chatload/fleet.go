@@ -51,6 +51,8 @@ type fleet struct {
 	sends      sync.WaitGroup
 
 	skipped, drops, stallsBegun atomic.Int64
+
+	mix *mixState // the mixed scenario's state; nil in the others
 }
 
 // newFleet creates the clients (not yet connected). A shuffled permutation
@@ -58,6 +60,9 @@ type fleet struct {
 func newFleet(cfg *Config, p *plan, rec *recorder, t *target) (*fleet, error) {
 	f := &fleet{cfg: cfg, plan: p, rec: rec, loadStop: make(chan struct{}), body: strings.Repeat("x", cfg.BodyBytes)}
 	f.sendCtx, f.sendCancel = context.WithCancel(context.Background())
+	if cfg.Scenario == scenarioMixed {
+		f.mix = newMixState(cfg, p)
+	}
 	n := len(p.users)
 	nStall := int(float64(n)*cfg.StallPct/100 + 0.5)
 	nDrop := min(int(float64(n)*cfg.DropPct/100+0.5), n-nStall)
@@ -198,6 +203,17 @@ func (f *fleet) handle(lc *loadClient, ev client.Event) {
 	switch ev.Kind {
 	case client.EventMessage:
 		f.rec.deliver(lc.idx, ev.Message, ev.Via, time.Now())
+		if f.mix != nil {
+			f.mix.derived[lc.idx].apply(ev.Message)
+		}
+	case client.EventReceipt:
+		if f.mix != nil {
+			f.mix.receipts.Add(1)
+		}
+	case client.EventTyping:
+		if f.mix != nil {
+			f.mix.typingRecv.Add(1)
+		}
 	case client.EventState:
 		if ev.State.Connected {
 			lc.connOnce.Do(func() { close(lc.connected) })
@@ -235,6 +251,10 @@ func jitter(d time.Duration) time.Duration {
 // stalled sender (a stuck app does not send) or one with maxInflight sends
 // outstanding skips its turn, counted.
 func (f *fleet) fire(i int64) {
+	if f.mix != nil {
+		f.fireMixed(i)
+		return
+	}
 	sender, chat := f.plan.pick(i)
 	lc := f.clients[sender]
 	if lc.stalled.Load() || lc.inflight.Load() >= maxInflight {

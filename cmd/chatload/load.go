@@ -94,6 +94,10 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	mon.sample(ctx) // the final state, after the drain
 
 	rep = buildReport(&cfg, tgt, p, rec, fl, mon, run, deliveryDrain)
+	if fl.mix != nil {
+		rep.Mixed = buildMixed(ctx, &cfg, p, rec, fl, clients)
+		rep.Pass = rep.Pass && rep.Mixed.StateMismatches == 0 && rep.Mixed.StateError == ""
+	}
 	rep.OutboxObserved = ob != nil
 	if ob == nil {
 		rep.OutboxNote = obNote
@@ -126,6 +130,7 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mo
 	warm := time.AfterFunc(cfg.Warmup, func() { mon.setPhase("load") })
 	defer warm.Stop()
 	fl.startDrops()
+	fl.startTyping()
 	lctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
 	run.fired, run.backlogDropped = newPacer(cfg.Rate).run(lctx, fl.fire)
@@ -162,6 +167,7 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 			"stall_pct": cfg.StallPct, "stall_for": cfg.StallFor.String(), "drop_pct": cfg.DropPct, "drop_every": cfg.DropEvery.String(),
 			"body_bytes": cfg.BodyBytes, "lease": cfg.Lease.String(), "max_attempts": cfg.MaxAttempts,
 			"max_pending": cfg.MaxPending, "grace": cfg.Grace.String(),
+			"mix": cfg.Mix, "meta_pct": cfg.MetaPct, "typing_rate": cfg.TypingRate,
 		},
 		Clients: len(p.users), Chats: len(p.chats), TargetRate: cfg.Rate,
 		Sent: rec.sent.Load(), Accepted: rc.Accepted, SkippedTurns: fl.skipped.Load() + run.backlogDropped,

@@ -20,6 +20,30 @@ const (
 	sendUnknown // the send's context ended before an answer
 )
 
+// Kinds of a send (the event it submits), for per-kind counts.
+const (
+	kindMessage uint8 = iota
+	kindEdit
+	kindDelete
+	kindReaction
+	numKinds
+)
+
+// kindName names kind k in reports.
+func kindName(k uint8) string {
+	switch k {
+	case kindMessage:
+		return "message"
+	case kindEdit:
+		return "edit"
+	case kindDelete:
+		return "delete"
+	case kindReaction:
+		return "reaction"
+	}
+	return "unknown"
+}
+
 // sendRec is one send: what the sender asked, and what chatd answered.
 // Times are nanoseconds since the recorder's start.
 type sendRec struct {
@@ -29,6 +53,7 @@ type sendRec struct {
 	id         string
 	chat       int32
 	state      uint8
+	kind       uint8
 }
 
 // senderLog is one client's sends, indexed by the number in their cid.
@@ -54,6 +79,9 @@ type recorder struct {
 	sent, accepted, acceptedMeasured, unknown atomic.Int64
 	expected, received, live, history         atomic.Int64
 	dupApp, foreign, mismatch                 atomic.Int64
+	// acceptedKind counts accepted sends by kind, acceptedKindMeasured
+	// those of the measured window.
+	acceptedKind, acceptedKindMeasured [numKinds]atomic.Int64
 
 	rejectMu sync.Mutex
 	rejects  map[string]int64
@@ -83,11 +111,16 @@ func (r *recorder) since(t time.Time) int64 { return int64(t.Sub(r.start)) }
 // begin records a send about to be made and returns its cid, which names
 // the sender and the record so any recipient can find it.
 func (r *recorder) begin(sender int, chat int32) (n int, cid string) {
+	return r.beginKind(sender, chat, kindMessage)
+}
+
+// beginKind is begin for an event of the given kind.
+func (r *recorder) beginKind(sender int, chat int32, kind uint8) (n int, cid string) {
 	now := r.since(time.Now())
 	l := &r.senders[sender]
 	l.mu.Lock()
 	n = len(l.recs)
-	l.recs = append(l.recs, sendRec{sentAt: now, chat: chat})
+	l.recs = append(l.recs, sendRec{sentAt: now, chat: chat, kind: kind})
 	l.mu.Unlock()
 	r.sent.Add(1)
 	return n, r.runID + "_" + strconv.Itoa(sender) + "_" + strconv.Itoa(n)
@@ -107,15 +140,17 @@ func (r *recorder) finish(sender, n int, acc client.Accepted, err error) {
 	default:
 		rec.state = sendUnknown
 	}
-	sentAt, chat, state := rec.sentAt, rec.chat, rec.state
+	sentAt, chat, state, kind := rec.sentAt, rec.chat, rec.state, rec.kind
 	l.mu.Unlock()
 
 	switch state {
 	case sendAccepted:
 		r.accepted.Add(1)
+		r.acceptedKind[kind].Add(1)
 		r.expected.Add(int64(r.plan.recipients(chat)))
 		if sentAt >= r.measureFrom.Load() {
 			r.acceptedMeasured.Add(1)
+			r.acceptedKindMeasured[kind].Add(1)
 			d := time.Duration(now - sentAt)
 			r.acceptLat.record(d)
 			r.acceptIv.record(d)

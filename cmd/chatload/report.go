@@ -72,6 +72,9 @@ type Report struct {
 	CPUCores      float64 `json:"cpu_cores_load"`
 	RSSPerConnKiB float64 `json:"rss_per_connection_kib,omitempty"`
 
+	// Mixed is the mixed scenario's part; absent in the others.
+	Mixed *MixedReport `json:"mixed,omitempty"`
+
 	Timeline []Sample `json:"timeline"`
 	Pass     bool     `json:"pass"`
 }
@@ -125,6 +128,9 @@ func (r *Report) writeText(w io.Writer) {
 	p("chatd process     peak RSS %s, CPU %.1f s (%.2f cores) — %s", mib(r.PeakRSS), r.CPUSeconds, r.CPUCores, r.ProcSource)
 	if r.ProcNote != "" {
 		p("                  %s", r.ProcNote)
+	}
+	if r.Mixed != nil {
+		r.Mixed.writeText(p)
 	}
 	if r.RSSPerConnKiB > 0 {
 		p("RSS/connection    %.1f KiB", r.RSSPerConnKiB)

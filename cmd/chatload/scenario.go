@@ -39,7 +39,7 @@ func newPlan(cfg *Config, runID string) *plan {
 		for i := 0; i+1 < cfg.Clients; i += 2 {
 			p.addChat([]int{i, i + 1})
 		}
-	case scenarioGroups:
+	case scenarioGroups, scenarioMixed:
 		// Member j of group g is client (g·K+j) mod N: distinct within a
 		// group (K ≤ N), and with fewer clients than memberships each
 		// client joins about G·K/N groups.
@@ -67,7 +67,7 @@ func (p *plan) addChat(members []int) {
 // and, within each, over its members, so senders are spread evenly.
 func (p *plan) pick(i int64) (sender int, chat int32) {
 	switch p.scenario {
-	case scenarioGroups:
+	case scenarioGroups, scenarioMixed:
 		g := i % int64(len(p.chats))
 		members := p.chats[g].members
 		return members[(i/int64(len(p.chats)))%int64(len(members))], int32(g)

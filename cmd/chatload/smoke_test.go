@@ -30,6 +30,30 @@ func TestSmokePairs(t *testing.T) {
 	}
 }
 
+// TestSmokeMixed runs every kind of event and both signals in small groups:
+// every accepted event must reach every other member, and each member's
+// state of each message must end equal to the server's.
+func TestSmokeMixed(t *testing.T) {
+	rep := mustRun(t, Config{Scenario: scenarioMixed, Groups: 4, Members: 5, Rate: 100, Duration: 4 * time.Second, MetaPct: 30, TypingRate: 10,
+		DropPct: 20, DropEvery: time.Second})
+	m := rep.Mixed
+	if m == nil {
+		t.Fatalf("got no mixed report")
+	}
+	for k := range numKinds {
+		if m.AcceptedByKind[kindName(k)] == 0 {
+			t.Errorf("got 0 accepted %s events, want > 0: %v", kindName(k), m.AcceptedByKind)
+		}
+	}
+	if m.MessagesChecked == 0 || m.StateMismatches != 0 || m.StateError != "" {
+		t.Errorf("got %d messages checked, %d state mismatches (%v), error %q; want > 0, 0, none",
+			m.MessagesChecked, m.StateMismatches, m.StateExamples, m.StateError)
+	}
+	if m.Reads == 0 || m.TypingSent == 0 {
+		t.Errorf("got %d reads and %d typing sent, want both > 0", m.Reads, m.TypingSent)
+	}
+}
+
 // TestSmokeFaults stalls and drops clients so that chatd abandons some
 // (lease 1 s, 2 attempts, 3 pending) and others reconnect after a cut:
 // every accepted message must still reach every recipient, via history.
