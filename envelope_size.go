@@ -31,10 +31,13 @@ func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
 	return n + recipientsSize
 }
 
-// WorstCaseEnvelopeSize is the largest envelope a message of at most
-// maxBodyBytes to members recipients can make: every id at its longest, the
-// largest outbox id and seq, and a body of characters that JSON escapes six
-// times over (control characters, <, > and &). It grows by 6 per body byte.
+// WorstCaseEnvelopeSize bounds the largest envelope an event with a body of
+// at most maxBodyBytes to members recipients can make: every id at its
+// longest, the largest outbox id and seq, a body of characters that JSON
+// escapes six times over (control characters, <, > and &), and the largest
+// meta made of such characters (a send; an edit's kind and target are far
+// smaller). It grows by 6 per body byte. The meta part is an upper bound,
+// within a few dozen bytes of the real worst case.
 func WorstCaseEnvelopeSize(maxBodyBytes, members int) int {
 	id := strings.Repeat("x", max(MaxUserIDLen, MaxDeviceIDLen, MaxCIDLen, MaxChatIDLen))
 	to := make([]string, members)
@@ -50,7 +53,7 @@ func WorstCaseEnvelopeSize(maxBodyBytes, members int) int {
 		Device:     id[:MaxDeviceIDLen],
 		Recipients: to,
 	}
-	return e.EncodedSize() + 6*maxBodyBytes
+	return e.EncodedSize() + 6*maxBodyBytes + len(`,"meta":`) + 6*MaxMetaBytes
 }
 
 // JSONStringSize returns the length of s encoded as a JSON string by

@@ -114,9 +114,15 @@ func TestWorstCaseEnvelopeSize(t *testing.T) {
 			TS: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 		Device: id, Recipients: []string{id, id},
 	}
-	raw, _ := json.Marshal(e)
-	if got := chatd.WorstCaseEnvelopeSize(100, 2); got != len(raw) {
-		t.Fatalf("got %d, want %d", got, len(raw))
+	// The largest meta: an object of MaxMetaBytes whose key JSON escapes
+	// 6 times over (6 bytes of it are `{"":0}`).
+	e.Message.Meta = json.RawMessage(`{"` + strings.Repeat("<", chatd.MaxMetaBytes-6) + `":0}`)
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chatd.WorstCaseEnvelopeSize(100, 2); got < len(raw) || got > len(raw)+64 {
+		t.Fatalf("got %d for an envelope of %d bytes, want a bound at most 64 bytes over it", got, len(raw))
 	}
 	if d := chatd.WorstCaseEnvelopeSize(101, 2) - chatd.WorstCaseEnvelopeSize(100, 2); d != 6 {
 		t.Fatalf("growth per body byte: got %d, want 6", d)

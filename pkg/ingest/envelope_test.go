@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +18,25 @@ import (
 func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {
 	s := mustStore(t)
 	small := mustGroup(t, s, "alice", "bob")
-	big := mustGroup(t, s, append([]string{"alice"}, users(200)...)...)
+	long := make([]string, 250) // 60-byte ids: ~15.7 KB more envelope
+	for i := range long {
+		long[i] = fmt.Sprintf("%s-%03d", strings.Repeat("m", 56), i)
+	}
+	big := mustGroup(t, s, append([]string{"alice"}, long...)...)
 	body := strings.Repeat("<", 600) // 3600 bytes once escaped
-	limit := chatd.WorstCaseEnvelopeSize(600, 2) - 6*600 + 3700
+	// Just over the smallest limit ingest allows with a 600-byte body (which
+	// leaves room for the worst meta, ~12.3 KB, unused here): 250 more
+	// members with 60-byte ids fit with a plain body but not with an
+	// escaped one (3,000 bytes more).
+	limit := chatd.WorstCaseEnvelopeSize(600, 2) + 1500
 	in := mustIngest(t, s, func(c *ingest.Config) { c.MaxBodyBytes, c.MaxEnvelopeBytes = 600, limit })
 	tests := []struct {
 		name, chat, cid, body string
 		want                  error
 	}{
 		{"escaped body, 2 members", small, "a", body, nil},
-		{"escaped body, 201 members", big, "b", body, chatd.ErrTooLarge},
-		{"plain body, 201 members", big, "c", strings.Repeat("x", 600), nil},
+		{"escaped body, 251 members", big, "b", body, chatd.ErrTooLarge},
+		{"plain body, 251 members", big, "c", strings.Repeat("x", 600), nil},
 	}
 	for _, tt := range tests {
 		res, err := in.Send(ctxT(t, 10*time.Second), ingest.Request{Chat: tt.chat, From: "alice", Device: "d", CID: tt.cid, Body: tt.body})
