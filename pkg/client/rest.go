@@ -71,6 +71,16 @@ func (c *Client) RemoveMember(ctx context.Context, chat, user string) error {
 // WebSocket; the same cid is stored once across both paths. The message is
 // not merged into the tracker: it comes back from live delivery or history.
 func (c *Client) PostMessage(ctx context.Context, chat, cid, body string) (Accepted, error) {
+	return c.PostMessageMeta(ctx, chat, cid, body, nil)
+}
+
+// PostMessageMeta is PostMessage with meta, an optional JSON object (at most
+// 2048 bytes) the server stores and returns verbatim; nil sends none.
+func (c *Client) PostMessageMeta(ctx context.Context, chat, cid, body string, meta json.RawMessage) (Accepted, error) {
+	in := map[string]any{"cid": cid, "body": body}
+	if meta != nil {
+		in["meta"] = meta
+	}
 	var out struct {
 		ID  string    `json:"id"`
 		Seq int64     `json:"seq"`
@@ -78,7 +88,7 @@ func (c *Client) PostMessage(ctx context.Context, chat, cid, body string) (Accep
 		TS  time.Time `json:"ts"`
 	}
 	path := "/api/chats/" + pathEscape(chat) + "/messages"
-	if err := c.rest(ctx, "POST", path, map[string]string{"cid": cid, "body": body}, &out); err != nil {
+	if err := c.rest(ctx, "POST", path, in, &out); err != nil {
 		return Accepted{}, fmt.Errorf("post to %s: %w", chat, err)
 	}
 	return Accepted{Chat: chat, CID: out.CID, ID: out.ID, Seq: out.Seq, TS: out.TS}, nil
