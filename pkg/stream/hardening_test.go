@@ -102,13 +102,7 @@ func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {
 // operator, and the rows after it are relayed.
 func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	s := mustStore(t, testpg.NewDatabase(t))
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	_, js := mustInProcessJS(t)
 	ctx := context.Background()
 	chat, err := s.CreateGroupChat(ctx, "alice", "g", []string{"bob"})
 	if err != nil {
@@ -189,13 +183,7 @@ func silence(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (back func()) 
 // stream answers again everything is relayed.
 func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
 	s := mustStore(t, testpg.NewDatabase(t))
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	nc, js := mustInProcessJS(t)
 	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
 	if err != nil {
 		t.Fatal(err)
@@ -351,13 +339,7 @@ func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
 // and the outbox drains once the stream has room.
 func TestRelayStreamFullIsBackPressure(t *testing.T) {
 	s := mustStore(t, testpg.NewDatabase(t))
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	_, js := mustInProcessJS(t)
 	if _, err := stream.Ensure(context.Background(), js, stream.Config{MaxBytes: 4096}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,13 +379,7 @@ func TestRelayStreamFullIsBackPressure(t *testing.T) {
 // again rather than after a standby hold and another node's lock attempt.
 func TestRelayKeepsLockWhileTheStreamHasNoLeader(t *testing.T) {
 	s := mustStore(t, testpg.NewDatabase(t))
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	_, js := mustInProcessJS(t)
 	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
 		t.Fatal(err)
 	}

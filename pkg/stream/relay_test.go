@@ -46,6 +46,18 @@ func mustJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 	return js
 }
 
+// mustInProcessJS starts an in-process NATS server and returns a
+// connection to it and its JetStream context with the delivery stream.
+func mustInProcessJS(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := testnats.Start(t).Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, mustJS(t, nc)
+}
+
 // runRelay runs a relay until t ends (or stop is called) and returns it.
 func runRelay(t *testing.T, s *store.Store, js jetstream.JetStream) (*stream.Relay, func()) {
 	t.Helper()
@@ -98,13 +110,7 @@ func outboxDepth(t *testing.T, s *store.Store) int64 {
 // outbox id and the frozen recipients, and deletes them from PostgreSQL.
 func TestRelayPublishesInOrderAndEmptiesOutbox(t *testing.T) {
 	s := mustStore(t, testpg.NewDatabase(t))
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	_, js := mustInProcessJS(t)
 	chat, err := s.CreateGroupChat(context.Background(), "alice", "g", []string{"bob", "carol"})
 	if err != nil {
 		t.Fatal(err)
@@ -147,13 +153,7 @@ func TestRelayPublishesInOrderAndEmptiesOutbox(t *testing.T) {
 func TestOneActiveRelayAndTakeover(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	s1, s2 := mustStore(t, dsn), mustStore(t, dsn)
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js := mustJS(t, nc)
+	_, js := mustInProcessJS(t)
 	r1, stop1 := runRelay(t, s1, js)
 	waitFor(t, "first relay active", 5*time.Second, r1.Active)
 	r2, _ := runRelay(t, s2, js)
