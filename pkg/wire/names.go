@@ -1,6 +1,10 @@
 package wire
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/chatd/chatd"
+)
 
 // FrameType is a frame's "type" field. A type names one frame shape per
 // direction; typing is the one type used both ways (a client says it is
@@ -37,16 +41,17 @@ const (
 	FrameAuthed   FrameType = "authed" // sent: see auth_frames.go
 )
 
-// Kind is an event's kind: the msg object's "kind" field. An absent kind
-// means KindMessage.
-type Kind string
+// Kind is an event's kind: the msg object's "kind" field (an absent kind
+// is a message). It is the domain's chatd.EventKind, named here so that the
+// wire vocabulary is complete in one place, not defined a second time.
+type Kind = chatd.EventKind
 
-// Event kinds (v2): the msg object's "kind" (an absent kind is a message).
+// Event kinds (v2).
 const (
-	KindMessage  Kind = "message"
-	KindEdit     Kind = "edit"
-	KindDelete   Kind = "delete"
-	KindReaction Kind = "reaction"
+	KindMessage  = chatd.EventMessage
+	KindEdit     = chatd.EventEdit
+	KindDelete   = chatd.EventDelete
+	KindReaction = chatd.EventReaction
 )
 
 // Code is the "code" of a `rejected` frame and of every REST error body.
