@@ -141,3 +141,40 @@ func TestPresenceNodeCutOff(t *testing.T) {
 		t.Errorf("presence on a: got %d %+v, want bob offline with last_seen", status, p)
 	}
 }
+
+// last_seen outlives the nodes that saw it: bob leaves while only node a
+// runs, and a node started afterwards (it never saw bob) answers his
+// last_seen from PostgreSQL, equal to what alice was told.
+func TestLastSeenReachesANodeStartedLater(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{}))
+	alice := mustSigPeer(t, a.URL(), "alice", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := alice.c.Direct(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	bob := runPeer(t, newClient(t, a.URL(), "bob", "", nil))
+	alice.waitFor(t, 2*time.Second, "alice sees bob online", presenceOf("bob", true))
+	if err := bob.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	ev := alice.waitFor(t, 2*time.Second, "alice sees bob offline", presenceOf("bob", false))
+
+	later := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "later", node.Config{}))
+	deadline := time.Now().Add(3 * time.Second) // the record is written after the frame goes out
+	for {
+		status, p := getPresence(t, later.URL(), "alice", "bob")
+		if status == 200 && !p["bob"].Online && p["bob"].LastSeen != nil {
+			if d := p["bob"].LastSeen.Sub(ev.Presence.LastSeen); d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("last_seen on the later node %v, alice was told %v", p["bob"].LastSeen, ev.Presence.LastSeen)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("presence on the later node: got %d %+v, want bob offline with last_seen", status, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -41,7 +41,10 @@ func (s *Server) presence(c *fiber.Ctx) error {
 	}
 	states := make([]chatd.Presence, len(users))
 	if s.cfg.Presence != nil {
-		states = s.cfg.Presence.Lookup(users)
+		var err error
+		if states, err = s.cfg.Presence.Lookup(c.UserContext(), users); err != nil {
+			return s.fail(c, err)
+		}
 	}
 	out := make(map[string]presenceJSON, len(users))
 	for i, u := range users {

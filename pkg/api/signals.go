@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
 )
@@ -21,8 +23,9 @@ type Presence interface {
 	Connected(user string)
 	// Disconnected: user's last session on this node ended. As Connected.
 	Disconnected(user string)
-	// Lookup returns what the cluster knows of each user, in order.
-	Lookup(users []string) []chatd.Presence
+	// Lookup returns what the cluster knows of each user, in order; it may
+	// read the stored last_seen of users this node has not seen go offline.
+	Lookup(ctx context.Context, users []string) ([]chatd.Presence, error)
 }
 
 // localSignals is the Signaler of a Server without Config.Signals: signals

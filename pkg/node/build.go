@@ -75,7 +75,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
-		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
+		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
 		Replicas: cfg.StreamReplicas, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {

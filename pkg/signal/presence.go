@@ -46,6 +46,11 @@ type PresenceConfig struct {
 	// Deliver hands a presence signal to this node's live connections; it
 	// must not block. Required.
 	Deliver func(chatd.Signal)
+	// LastSeen keeps when users went offline beyond this node's memory:
+	// every offline transition is recorded there, and Lookup asks it for
+	// the users this node has not seen go offline (it started later, or the
+	// whole cluster restarted). Nil: last_seen is only what this node saw.
+	LastSeen LastSeenStore
 	// Bucket is the KV bucket. Zero means DefaultPresenceBucket.
 	Bucket string
 	// Replicas of the bucket. Zero means 1.
@@ -61,6 +66,14 @@ type PresenceConfig struct {
 	Now    func() time.Time
 	// Registerer receives the presence metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
+}
+
+// LastSeenStore persists each user's last_seen. *store.Store implements it.
+type LastSeenStore interface {
+	// RecordLastSeen stores at unless a later time is stored already.
+	RecordLastSeen(ctx context.Context, user string, at time.Time) error
+	// LastSeen returns the stored time of each user that has one.
+	LastSeen(ctx context.Context, users []string) (map[string]time.Time, error)
 }
 
 // Presence keeps the cluster's presence in a JetStream KV bucket: one entry
@@ -144,15 +157,34 @@ func (p *Presence) setLocal(user string, on bool) {
 	}
 }
 
-// Lookup returns what this node knows of each user's presence, in order.
-func (p *Presence) Lookup(users []string) []chatd.Presence {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// Lookup returns what the cluster knows of each user's presence, in order:
+// online from this node's view of the bucket, and for an offline user the
+// last_seen this node saw, else the stored one (one query for all such
+// users; none when every user is online or seen here).
+func (p *Presence) Lookup(ctx context.Context, users []string) ([]chatd.Presence, error) {
 	out := make([]chatd.Presence, len(users))
+	var unknown []string
+	p.mu.Lock()
 	for i, u := range users {
 		out[i] = p.table.lookup(u)
+		if !out[i].Online && out[i].LastSeen.IsZero() {
+			unknown = append(unknown, u)
+		}
 	}
-	return out
+	p.mu.Unlock()
+	if len(unknown) == 0 || p.cfg.LastSeen == nil {
+		return out, nil
+	}
+	stored, err := p.cfg.LastSeen.LastSeen(ctx, unknown)
+	if err != nil {
+		return nil, fmt.Errorf("presence: %w", err)
+	}
+	for i, u := range users {
+		if at, ok := stored[u]; ok && !out[i].Online && out[i].LastSeen.IsZero() {
+			out[i].LastSeen = at
+		}
+	}
+	return out, nil
 }
 
 func (p *Presence) key(user string) string { return user + "." + p.cfg.NodeID }

@@ -165,7 +165,24 @@ func (p *Presence) notify(ctx context.Context) {
 				continue
 			}
 			p.cfg.Deliver(chatd.Signal{Kind: chatd.SignalPresence, User: c.User, Online: c.Online, LastSeen: c.LastSeen, To: to})
+			if !c.Online {
+				p.recordLastSeen(ctx, c)
+			}
 		}
+	}
+}
+
+// recordLastSeen stores an offline transition's time. Every node that sees
+// the transition records it (a dead node's users have nobody else to); the
+// store keeps the latest, so the repeats are harmless.
+func (p *Presence) recordLastSeen(ctx context.Context, c presenceChange) {
+	if p.cfg.LastSeen == nil || c.LastSeen.IsZero() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, presenceOpTimeout)
+	defer cancel()
+	if err := p.cfg.LastSeen.RecordLastSeen(rctx, c.User, c.LastSeen); err != nil && ctx.Err() == nil {
+		p.sampled.Warn("record last seen", "user", c.User, "err", err)
 	}
 }
 
