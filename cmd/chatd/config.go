@@ -57,6 +57,13 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", 1_000_000_000,
 		"how often the node checks that its JetStream consumer exists (recreated if gone)")
 
+	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", node.DefaultPresenceTTL,
+		"a node's presence entries expire this long after its last refresh: how soon a dead node's users go offline")
+	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", node.DefaultPresenceRefresh,
+		"how often a node refreshes its users' presence entries; under half of --presence-ttl")
+	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience,
+		"the largest chat whose members hear of a member going online or offline")
+
 	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "sends per second per connection (token bucket rate)")
 	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, "token bucket burst per connection")
 	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, "sends a connection may have awaiting accepted")

@@ -76,7 +76,8 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	}
 	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
 		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
-		Replicas: cfg.StreamReplicas, Logger: n.log, Registerer: n.reg,
+		Replicas: cfg.StreamReplicas, TTL: cfg.PresenceTTL, Refresh: cfg.PresenceRefresh, Audience: cfg.PresenceAudience,
+		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err

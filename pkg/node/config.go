@@ -6,6 +6,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,12 +14,20 @@ import (
 
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 )
 
 // DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
 const DefaultMaxGroupMembers = store.DefaultMaxGroupMembers
+
+// Presence defaults, for flags.
+const (
+	DefaultPresenceTTL      = signal.DefaultPresenceTTL
+	DefaultPresenceRefresh  = signal.DefaultPresenceRefresh
+	DefaultPresenceAudience = signal.DefaultPresenceAudience
+)
 
 // DefaultNATSUnreachable is Config.NATSUnreachable's default, for flags.
 const DefaultNATSUnreachable = push.DefaultUnreachable
@@ -90,6 +99,15 @@ type Config struct {
 	// exists (recreating it if not). Zero means 1 s.
 	ConsumerCheck time.Duration
 
+	// PresenceTTL is how long a node's presence entry lives without a
+	// refresh (how soon a dead node's users go offline), PresenceRefresh
+	// how often nodes refresh theirs, and PresenceAudience the largest chat
+	// whose members hear of a member's presence. Zero takes the signal
+	// package's defaults: 8 s, 2.5 s, 256.
+	PresenceTTL      time.Duration
+	PresenceRefresh  time.Duration
+	PresenceAudience int
+
 	RatePerSecond int
 	RateBurst     int
 	Credits       int
@@ -131,6 +149,13 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RelayStepDownAfter <= 0 {
 		c.RelayStepDownAfter = stream.DefaultStepDownAfter
+	}
+	if c.PresenceTTL > 0 || c.PresenceRefresh > 0 {
+		ttl, refresh := cmp.Or(c.PresenceTTL, signal.DefaultPresenceTTL), cmp.Or(c.PresenceRefresh, signal.DefaultPresenceRefresh)
+		// Two refreshes in a row may be lost before a live user looks offline.
+		if refresh*2 >= ttl {
+			return fmt.Errorf("node: presence refresh %v must be less than half the presence TTL %v (a live user would flicker offline)", refresh, ttl)
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -28,3 +28,29 @@ func TestHistoryMustOutliveTheStream(t *testing.T) {
 		})
 	}
 }
+
+// A presence refresh of half the TTL or more would let one late refresh
+// make a live user look offline to the cluster: refused at start.
+func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
+	tests := []struct {
+		name    string
+		ttl     time.Duration
+		refresh time.Duration
+		wantErr bool
+	}{
+		{"defaults", 0, 0, false},
+		{"shorter TTL, default refresh", 4 * time.Second, 0, true},
+		{"refresh exactly half", 4 * time.Second, 2 * time.Second, true},
+		{"refresh under half", 4 * time.Second, time.Second, false},
+		{"longer refresh, default TTL", 0, 5 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{DataDir: "d", PresenceTTL: tt.ttl, PresenceRefresh: tt.refresh}
+			err := cfg.setDefaults()
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}
