@@ -70,7 +70,7 @@ type env struct {
 	nextID int64
 }
 
-func mustEnv(t *testing.T) *env {
+func mustEnv(t testing.TB) *env {
 	t.Helper()
 	srv := testnats.Start(t)
 	nc, err := srv.Connect()
@@ -91,7 +91,7 @@ func mustEnv(t *testing.T) *env {
 
 // publish puts one message for recipients into the stream, as the relay
 // would, and returns its stream sequence.
-func (e *env) publish(t *testing.T, from, device string, recipients ...string) (chatd.Message, uint64) {
+func (e *env) publish(t testing.TB, from, device string, recipients ...string) (chatd.Message, uint64) {
 	t.Helper()
 	return e.publishMsg(t, e.newMsg(from), device, recipients...)
 }
@@ -103,7 +103,7 @@ func (e *env) newMsg(from string) chatd.Message {
 }
 
 // publishMsg publishes m as the relay would and returns its stream sequence.
-func (e *env) publishMsg(t *testing.T, m chatd.Message, device string, recipients ...string) (chatd.Message, uint64) {
+func (e *env) publishMsg(t testing.TB, m chatd.Message, device string, recipients ...string) (chatd.Message, uint64) {
 	t.Helper()
 	data, err := json.Marshal(chatd.Envelope{OutboxID: e.nextID, Message: m, Device: device, Recipients: recipients})
 	if err != nil {
@@ -118,7 +118,7 @@ func (e *env) publishMsg(t *testing.T, m chatd.Message, device string, recipient
 }
 
 // mustRegistry starts a push registry for node on e and stops it with t.
-func mustRegistry(t *testing.T, e *env, node string, tweak func(*push.Config)) *push.Registry {
+func mustRegistry(t testing.TB, e *env, node string, tweak func(*push.Config)) *push.Registry {
 	t.Helper()
 	cfg := push.Config{NodeID: node, JS: e.js, Lease: 300 * time.Millisecond, MaxAttempts: 2, MaxPending: 20}
 	if tweak != nil {
@@ -134,7 +134,7 @@ func mustRegistry(t *testing.T, e *env, node string, tweak func(*push.Config)) *
 
 // runRegistry runs r until the returned stop (idempotent) or the end of the
 // test, and waits until its consumer is live.
-func runRegistry(t *testing.T, e *env, r *push.Registry, node string) (stop func()) {
+func runRegistry(t testing.TB, e *env, r *push.Registry, node string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -165,7 +165,7 @@ func mustReclaimer(t *testing.T, e *env, pins reclaim.Pinner) *reclaim.Reclaimer
 	return r
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
