@@ -65,6 +65,12 @@ type clientJSON struct {
 // string) for the `rejected` answer. Body size is not checked here:
 // too_large is decided against the body limit by the caller.
 func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
+	return decodeClientFrame(data, maxFrameBytes, true)
+}
+
+// decodeClientFrame is DecodeClientFrame; fast false skips the
+// reflection-free decoder, for tests that prove the two agree.
+func decodeClientFrame(data []byte, maxFrameBytes int, fast bool) (ClientFrame, error) {
 	if len(data) > maxFrameBytes {
 		return ClientFrame{}, fmt.Errorf("frame is %d bytes, the limit is %d: %w", len(data), maxFrameBytes, ErrProtocol)
 	}
@@ -75,6 +81,10 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		return ClientFrame{}, fmt.Errorf("frame is not valid UTF-8: %w", ErrProtocol)
 	}
 	var w clientJSON
+	if fast && decodeClientFast(data, &w) {
+		return decodeFields(&w)
+	}
+	w = clientJSON{}
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
@@ -88,24 +98,29 @@ func DecodeClientFrame(data []byte, maxFrameBytes int) (ClientFrame, error) {
 		}
 		return f, fmt.Errorf("frame has a field of the wrong type: %w", chatd.ErrInvalid)
 	}
+	return decodeFields(&w)
+}
+
+// decodeFields checks the decoded fields against the rules of the frame's type.
+func decodeFields(w *clientJSON) (ClientFrame, error) {
 	if w.Type == nil {
 		return ClientFrame{}, fmt.Errorf("frame has no type: %w", chatd.ErrInvalid)
 	}
 	switch t := FrameType(*w.Type); t {
 	case FrameSend:
-		return decodeSend(&w)
+		return decodeSend(w)
 	case FrameAck:
-		return decodeAck(&w)
+		return decodeAck(w)
 	case FrameRead:
-		return decodeRead(&w)
+		return decodeRead(w)
 	case FramePing:
 		return ClientFrame{Type: FramePing}, nil
 	case FrameAuth:
-		return decodeAuth(&w)
+		return decodeAuth(w)
 	case FrameEdit, FrameDelete, FrameReact:
-		return decodeEvent(&w)
+		return decodeEvent(w)
 	case FrameTyping:
-		return decodeTyping(&w)
+		return decodeTyping(w)
 	default:
 		return ClientFrame{}, fmt.Errorf("unknown frame type %.32q: %w", t, chatd.ErrInvalid)
 	}

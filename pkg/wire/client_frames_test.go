@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -228,11 +229,14 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"ack","ids":["a","b"]}`,
 		`{"type":"read","chat":"c1","upto":"m1"}`,
 		`{"type":"ping"}`, `{"type":"x"}`, `[]`, `nul`, "\xff", `{"type":"send","body":"\u2028\ud800"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"a\"b","meta":{"k":[1,"}"]}}`,
+		`{"type":"react","chat":"c","cid":"k","target":"m","emoji":"x","on":true,"TYPE":"ack"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := wire.DecodeClientFrame(data, testMaxFrame)
+		sameAsEncodingJSON(t, data, got, err)
 		if err == nil {
 			again, err := wire.DecodeClientFrame(wire.AppendClientFrame(nil, &got), 1<<20)
 			if err != nil {
@@ -294,5 +298,52 @@ func BenchmarkAppendClientFrame(b *testing.B) {
 			}
 			b.SetBytes(int64(len(buf)))
 		})
+	}
+}
+
+// sameAsEncodingJSON fails unless the decoder's answer for data equals the
+// answer of the encoding/json path alone: the reflection-free fast path
+// must never change an outcome, only its cost.
+func sameAsEncodingJSON(t *testing.T, data []byte, got wire.ClientFrame, err error) {
+	t.Helper()
+	want, wantErr := wire.DecodeClientFrameSlow(data, testMaxFrame)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("decoding %q: fast path gave %+v, %v; encoding/json gives %+v, %v", data, got, err, want, wantErr)
+	}
+}
+
+// The frames the fast path takes and the ones it must leave to
+// encoding/json (which folds key case, decodes \u escapes and surrogates,
+// reports wrong types) all decode exactly as encoding/json alone does.
+func TestFastDecoderAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi"}`,
+		` { "type" : "ack" , "ids" : [ "a" , "b" ] } `,
+		`{"type":"ack","ids":[]}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"tab\there \"q\" \\ \/ \b\f\r\n"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"\u00e9\ud83d\ude00\ud800"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","meta":{"a":{"b":["}",1,null]}}}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","meta":null}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","meta":"s"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","meta":{"a":}}`,
+		`{"Type":"send","chat":"c1","cid":"k1","body":"hi"}`,
+		`{"type":"send","CHAT":"c1","chat":"c2","cid":"k1","body":"hi"}`,
+		`{"type":"send","chat":"c1","chat":"c2","cid":"k1","body":"hi"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","trace":"t-1"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"hi","trace":{"id":1}}`,
+		`{"type":"send","chat":null,"cid":"k1","body":"hi"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":5}`,
+		`{"type":"react","chat":"c","cid":"k","target":"m","emoji":"👍","on":false}`,
+		`{"type":"react","chat":"c","cid":"k","target":"m","emoji":"👍","on":"yes"}`,
+		`{"type":"ack","ids":["a",]}`,
+		`{"type":"ack","ids":["a"]}x`,
+		`{"type":"ack","ids":["a"]`,
+		`{"type":"ping",}`,
+		`{"typ\u0065":"ping"}`,
+		"{\"type\":\"send\",\"chat\":\"c1\",\"cid\":\"k1\",\"body\":\"a\x01b\"}",
+		`{}`, `[]`, `"x"`, ``, `{"type":"auth","token":"a.b.c"}`,
+	} {
+		got, err := wire.DecodeClientFrame([]byte(in), testMaxFrame)
+		sameAsEncodingJSON(t, []byte(in), got, err)
 	}
 }
