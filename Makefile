@@ -34,9 +34,11 @@ test: deps lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
-## fuzz: fuzz the WebSocket frame decoder and encoders (pkg/wire) for $(FUZZTIME)
+## fuzz: fuzz the WebSocket frame decoder and encoders (pkg/wire), and the
+## stream envelope's encoder and decoder against encoding/json, $(FUZZTIME) each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./pkg/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzEnvelopeJSON$$' -fuzztime $(FUZZTIME) .
 
 ## bench: Go benchmarks of the hot paths (chatload is the system benchmark)
 bench: deps

@@ -73,6 +73,7 @@ func TestEnvelopeEncodedSizeMatchesJSON(t *testing.T) {
 			if got := e.EncodedSize(); got != len(raw) {
 				t.Fatalf("got %d, want %d (%s)", got, len(raw), raw)
 			}
+			sameEnvelopeJSON(t, &e)
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package push
 
 import (
-	"encoding/json"
-
 	"github.com/chatd/chatd"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -51,8 +49,8 @@ func (r *Registry) handle(msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
-	var env chatd.Envelope
-	if err := json.Unmarshal(msg.Data(), &env); err != nil || env.Message.ID == "" {
+	env, err := chatd.DecodeEnvelope(msg.Data())
+	if err != nil || env.Message.ID == "" {
 		r.sampled.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
 		_ = msg.TermWithReason("undecodable envelope")
 		return

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -88,7 +87,7 @@ func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) []s
 }
 
 func (r *Relay) publish(e *store.OutboxEntry) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
+	data, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 	if err != nil {
 		return nil, fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
 	}

@@ -340,6 +340,9 @@ func TestFastDecoderAgreesWithEncodingJSON(t *testing.T) {
 		`{"type":"ack","ids":["a"]`,
 		`{"type":"ping",}`,
 		`{"typ\u0065":"ping"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"\u003c\u2028\u0000\u00E9"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"\u12"}`,
+		`{"type":"send","chat":"c1","cid":"k1","body":"\ud83d\ude00"}`,
 		"{\"type\":\"send\",\"chat\":\"c1\",\"cid\":\"k1\",\"body\":\"a\x01b\"}",
 		`{}`, `[]`, `"x"`, ``, `{"type":"auth","token":"a.b.c"}`,
 	} {

@@ -1,0 +1,117 @@
+package chatd_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+)
+
+// sameEnvelopeJSON fails unless EncodeEnvelope writes what json.Marshal
+// writes for e, and DecodeEnvelope reads that back as json.Unmarshal does.
+func sameEnvelopeJSON(t *testing.T, e *chatd.Envelope) {
+	t.Helper()
+	want, wantErr := json.Marshal(e)
+	got, err := chatd.EncodeEnvelope(e)
+	if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) {
+		t.Fatalf("EncodeEnvelope:\n got %s, %v\nwant %s, %v", got, err, want, wantErr)
+	}
+	if err == nil {
+		sameEnvelopeDecode(t, got)
+	}
+}
+
+// sameEnvelopeDecode fails unless DecodeEnvelope(data) equals what
+// json.Unmarshal makes of data, errors included.
+func sameEnvelopeDecode(t *testing.T, data []byte) {
+	t.Helper()
+	var want chatd.Envelope
+	wantErr := json.Unmarshal(data, &want)
+	got, err := chatd.DecodeEnvelope(data)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) || (err == nil && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("DecodeEnvelope(%s):\n got %+v, %v\nwant %+v, %v", data, got, err, want, wantErr)
+	}
+}
+
+// Shapes the fast decoder takes and the ones it leaves to encoding/json
+// decode exactly as encoding/json alone does.
+func TestDecodeEnvelopeAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"outbox_id":1,"msg":{"id":"m","cid":"k","chat":"c","from":"a","body":"hi","seq":3,"ts":"2026-11-30T19:00:00.123Z"},"device":"d","to":["a","b"]}`,
+		` { "outbox_id" : -0 , "msg" : { "seq" : 01 } } `,
+		`{"outbox_id":1.5}`, `{"outbox_id":1e3}`, `{"outbox_id":99999999999999999999}`,
+		`{"msg":{"body":"\u003c\u0026\u2028\ud83d\ude00\ud800 \n\t\"\\\/"}}`,
+		`{"msg":{"ts":"2026-11-30T19:00:00+05:30"}}`, `{"msg":{"ts":"yesterday"}}`, `{"msg":{"ts":null}}`,
+		`{"msg":{"kind":"react","emoji":"👍","on":true,"target":"t"}}`, `{"msg":{"on":null}}`,
+		`{"msg":{"meta":{"a":[1,{"b":"}"}]}}}`, `{"msg":{"meta":null}}`, `{"msg":{"meta":"s"}}`,
+		`{"msg":{"edited_at":"2026-11-30T19:00:00Z","deleted":true,"reactions":{"x":["a"]}}}`,
+		`{"msg":{"id":"a"},"msg":{"cid":"b"}}`, `{"to":["a"],"to":["b","c"]}`, `{"to":[]}`, `{"to":null}`,
+		`{"Outbox_ID":5}`, `{"MSG":{"ID":"x"}}`, `{"extra":1,"device":"d"}`,
+		`{"device":"d"} x`, `{"device":"d"`, `[]`, `null`, ``, `{"to":["a",]}`,
+	} {
+		sameEnvelopeDecode(t, []byte(in))
+	}
+}
+
+func FuzzEnvelopeJSON(f *testing.F) {
+	for _, s := range []string{"hi", "<>&", "\x00\u2028\xff", `{"outbox_id":1,"msg":{"id":"m","ts":"2026-11-30T19:00:00Z"},"to":["a"]}`} {
+		f.Add(s, int64(7))
+	}
+	f.Fuzz(func(t *testing.T, s string, n int64) {
+		sameEnvelopeDecode(t, []byte(s))
+		on := n%2 == 0
+		e := chatd.Envelope{
+			OutboxID: n, Device: s, Recipients: []string{s, "b"},
+			Message: chatd.Message{ID: s, CID: s, Chat: s, From: s, Body: s, Seq: -n, Kind: chatd.EventKind(s),
+				Target: s, Emoji: s, On: &on, TS: time.Unix(n%(1<<34), n%1e9).UTC()},
+		}
+		if json.Valid([]byte(s)) && len(s) > 0 && (s[0] == '{' || s[0] == '[') {
+			e.Message.Meta = json.RawMessage(s)
+		}
+		sameEnvelopeJSON(t, &e)
+	})
+}
+
+func BenchmarkEnvelopeJSON(b *testing.B) {
+	e := chatd.Envelope{
+		OutboxID: 123456,
+		Message: chatd.Message{ID: "01HZZZZZZZZZZZZZZZZZZZZZZZ", CID: "k-123", Chat: "c_42", From: "alice",
+			Body: "a message of an ordinary length, sixty-four bytes or thereabouts", Seq: 4242,
+			TS: time.Date(2026, 11, 30, 19, 0, 0, 123456789, time.UTC)},
+		Device: "phone", Recipients: []string{"alice", "bob"},
+	}
+	data, _ := json.Marshal(&e)
+	b.Run("encode", func(b *testing.B) {
+		for range b.N {
+			if _, err := chatd.EncodeEnvelope(&e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode/encoding_json", func(b *testing.B) {
+		for range b.N {
+			if _, err := json.Marshal(&e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for range b.N {
+			if _, err := chatd.DecodeEnvelope(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/encoding_json", func(b *testing.B) {
+		for range b.N {
+			var got chatd.Envelope
+			if err := json.Unmarshal(data, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
