@@ -31,13 +31,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+. scripts/cluster-pglib.sh
 
 dir=${CLUSTER_DIR:-./cluster-data}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 http_base=${CLUSTER_HTTP_PORT:-8081}
 nats_base=${CLUSTER_NATS_PORT:-14220}
-pg_port=5432 # names the socket file only: the server opens no TCP port
 nodes=(1 2 3)
 
 nats_urls="nats://127.0.0.1:$((nats_base + 1)),nats://127.0.0.1:$((nats_base + 2)),nats://127.0.0.1:$((nats_base + 3))"
@@ -48,15 +48,6 @@ log() { echo "cluster: $*" >&2; }
 die() {
 	log "$*"
 	exit 1
-}
-
-# alive: pid $1 exists and is not a zombie (an orphan's zombie may linger
-# where PID 1 does not reap).
-alive() {
-	local st
-	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-	st=$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)
-	[ "$st" != Z ] && [ "$st" != X ]
 }
 
 pidfile() { echo "$dir/pids/$1.pid"; }
@@ -89,22 +80,6 @@ wait_http() { # $1 port, $2 path, $3 what, $4 pid to watch
 	die "$3 not ready after 60 s: http://127.0.0.1:$1$2 (log: $dir/logs/$3.log)"
 }
 
-as_pg() { # run a command as the postgres user when we are root
-	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
-pg_bindir() {
-	local d
-	if command -v pg_config >/dev/null 2>&1; then
-		d=$(pg_config --bindir 2>/dev/null || true)
-		[ -x "$d/initdb" ] && { echo "$d"; return; }
-	fi
-	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-		[ -x "$d/initdb" ] && { echo "$d"; return; }
-	done
-	die "no PostgreSQL server binaries (run scripts/ensure-postgres.sh)"
-}
-
 # pg_home is where pg/ (the cluster) and pg-socket/ live: CLUSTER_DIR when
 # the postgres user can reach it, else a directory under /var/lib named by
 # a hash of CLUSTER_DIR (recorded in pg.path, so every run finds it again).
@@ -127,9 +102,9 @@ pg_home() {
 
 nats_bin() {
 	local want bin
-	want=$(cd "$repo" && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 	bin=${NATS_SERVER:-$(command -v nats-server || echo "$(go env GOPATH)/bin/nats-server")}
 	if [ ! -x "$bin" ]; then
+		want=$(cd "$repo" && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 		log "installing nats-server $want (go install)"
 		GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$want" >&2
 		bin="$(go env GOPATH)/bin/nats-server"
@@ -156,7 +131,7 @@ secret() {
 }
 
 database_url() {
-	echo "host=$(pg_home)/pg-socket port=$pg_port user=postgres dbname=chatd sslmode=disable"
+	echo "host=$(pg_home)/pg-socket port=5432 user=postgres dbname=chatd sslmode=disable"
 }
 
 # spawn runs "$@" detached with its output in logs/$name.log and records
@@ -186,42 +161,26 @@ wait_nats() {
 }
 
 start_postgres() {
-	local home bindir
+	local home bindir pglog
 	home=$(pg_home)
 	bindir=$(pg_bindir)
-	if [ -f "$home/pg/postmaster.pid" ] && alive "$(head -1 "$home/pg/postmaster.pid")"; then
-		head -1 "$home/pg/postmaster.pid" >"$(pidfile postgres)"
-		return 0
+	mkdir -p "$dir/pids" "$dir/logs"
+	if ! pg_running "$home/pg" >/dev/null; then
+		[ -f "$home/pg/PG_VERSION" ] || pg_initdb "$home/pg" || die "initdb $home/pg failed"
+		# The server writes its own log, so the file must be where the
+		# postgres user can reach: logs/ unless the cluster had to move
+		# (then a link to it).
+		pglog="$dir/logs/postgres.log"
+		if [ "$home" != "$dir" ]; then
+			pglog="$home/postgres.log"
+			ln -sfn "$pglog" "$dir/logs/postgres.log"
+		fi
+		pg_start "$home/pg" "$home/pg-socket" "$pglog" || die "postgres did not start; see $pglog"
 	fi
-	mkdir -p "$dir/pids" "$dir/logs" "$home/pg-socket"
-	if [ ! -f "$home/pg/PG_VERSION" ]; then
-		mkdir -p "$home/pg"
-		if [ "$(id -u)" -eq 0 ]; then chown postgres: "$home/pg"; fi
-		chmod 700 "$home/pg"
-		# The same initdb settings as chatd's managed PostgreSQL: trust is
-		# safe only because the server opens no TCP port and its socket
-		# directory is private to the server's user (and root).
-		as_pg "$bindir/initdb" --pgdata="$home/pg" --username=postgres --encoding=UTF8 --locale=C \
-			--auth-local=trust --auth-host=reject >>"$dir/logs/initdb.log" 2>&1 ||
-			die "initdb failed; see $dir/logs/initdb.log"
-	fi
-	# The server writes its own log, so the file must be where the postgres
-	# user can reach: logs/ unless the cluster had to move (then a link).
-	local pglog="$dir/logs/postgres.log"
-	if [ "$home" != "$dir" ]; then
-		pglog="$home/postgres.log"
-		ln -sfn "$pglog" "$dir/logs/postgres.log"
-	fi
-	touch "$pglog"
-	if [ "$(id -u)" -eq 0 ]; then chown postgres: "$home/pg-socket" "$pglog"; fi
-	chmod 700 "$home/pg-socket"
-	as_pg "$bindir/pg_ctl" start -w -t 60 -D "$home/pg" -l "$pglog" \
-		-o "-c listen_addresses= -c port=$pg_port -c unix_socket_directories=$home/pg-socket -c unix_socket_permissions=0700 -c cluster_name=chatd-cluster -c max_connections=200" \
-		>/dev/null || die "postgres did not start; see $dir/logs/postgres.log"
 	head -1 "$home/pg/postmaster.pid" >"$(pidfile postgres)"
-	if ! "$bindir/psql" -h "$home/pg-socket" -p $pg_port -U postgres -d postgres -tAc \
+	if ! "$bindir/psql" -h "$home/pg-socket" -U postgres -d postgres -tAc \
 		"SELECT 1 FROM pg_database WHERE datname = 'chatd'" | grep -q 1; then
-		"$bindir/psql" -h "$home/pg-socket" -p $pg_port -U postgres -d postgres -qc "CREATE DATABASE chatd" >/dev/null
+		"$bindir/psql" -h "$home/pg-socket" -U postgres -d postgres -qc "CREATE DATABASE chatd" >/dev/null
 	fi
 }
 
@@ -258,9 +217,7 @@ stop_one() { # $1 name: SIGTERM, then SIGKILL after 20 s
 stop_postgres() {
 	local home
 	home=$(pg_home)
-	if [ -f "$home/pg/postmaster.pid" ] && alive "$(head -1 "$home/pg/postmaster.pid")"; then
-		as_pg "$(pg_bindir)/pg_ctl" stop -w -t 60 -m fast -D "$home/pg" >/dev/null
-	fi
+	if pg_running "$home/pg" >/dev/null; then pg_stop "$home/pg"; fi
 	rm -f "$(pidfile postgres)"
 }
 
