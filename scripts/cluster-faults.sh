@@ -35,6 +35,7 @@ stream_leader() {
 stamp() { echo "$(date -u +%T.%3N) $*"; }
 
 echo "machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+touch "$work/chatload.out"
 CHATD_JWT_SECRET=$(cat "$CLUSTER_DIR/jwt-secret") ./bin/chatload --url "$CHATD_URLS" \
 	--pid "$(scripts/cluster.sh pid chatd1)" \
 	--scenario pairs --clients 600 --rate 2000 --duration 60s --warmup 5s \
