@@ -31,7 +31,7 @@ type localCluster struct {
 	natsURLs string
 }
 
-// mustNATSServerBinary finds nats-server (PATH, then GOPATH/bin) or installs
+// mustNATSServerBinary finds nats-server (PATH, then go install's bin dir) or installs
 // go.mod's version with go install, as scripts/cluster.sh does. It skips the
 // test only when nats-server is missing and cannot be installed (no module
 // proxy): the fault needs a real server process to SIGKILL.
@@ -40,11 +40,16 @@ func mustNATSServerBinary(t *testing.T) string {
 	if p, err := exec.LookPath("nats-server"); err == nil {
 		return p
 	}
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	// go install puts it in GOBIN, or GOPATH/bin when GOBIN is empty.
+	env, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output()
 	if err != nil {
-		t.Fatalf("go env GOPATH: %v", err)
+		t.Fatalf("go env: %v", err)
 	}
-	bin := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "nats-server")
+	gobin, gopath, _ := strings.Cut(string(env), "\n")
+	if gobin == "" {
+		gobin = filepath.Join(strings.TrimSpace(gopath), "bin")
+	}
+	bin := filepath.Join(gobin, "nats-server")
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}

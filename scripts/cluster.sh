@@ -20,8 +20,8 @@
 # Env: CLUSTER_DIR (./cluster-data), CLUSTER_HTTP_PORT (8081: chatd i listens
 # on +i-1), CLUSTER_NATS_PORT (14220: client ports +1..+3, cluster routes
 # +11..+13, monitoring +21..+23), CHATD_BIN (default: bin/chatd, built with
-# `make build`), NATS_SERVER (default: nats-server from PATH or GOPATH/bin,
-# installed with `go install` at go.mod's version when missing),
+# `make build`), NATS_SERVER (default: nats-server from PATH, GOPATH/bin or
+# GOBIN, installed with `go install` at go.mod's version when missing),
 # CHATD_FLAGS (extra flags for every chatd, e.g. "--log-level debug").
 #
 # As root, PostgreSQL runs as the `postgres` user, which must be able to
@@ -101,13 +101,15 @@ pg_home() {
 }
 
 nats_bin() {
-	local want bin
-	bin=${NATS_SERVER:-$(command -v nats-server || echo "$(go env GOPATH)/bin/nats-server")}
+	local want bin gobin
+	gobin=$(go env GOBIN)
+	[ -n "$gobin" ] || gobin="$(go env GOPATH)/bin"
+	bin=${NATS_SERVER:-$(command -v nats-server || echo "$gobin/nats-server")}
 	if [ ! -x "$bin" ]; then
 		want=$(cd "$repo" && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
 		log "installing nats-server $want (go install)"
-		GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$want" >&2
-		bin="$(go env GOPATH)/bin/nats-server"
+		go install "github.com/nats-io/nats-server/v2@$want" >&2
+		bin="$gobin/nats-server"
 	fi
 	[ -x "$bin" ] || die "no nats-server at $bin"
 	echo "$bin"
