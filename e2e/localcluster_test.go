@@ -92,11 +92,11 @@ func freePortBase(t *testing.T, offs ...int) int {
 // for the test and stops the cluster (`down`) when the test ends.
 func mustLocalCluster(t *testing.T) *localCluster {
 	t.Helper()
-	c := &localCluster{
-		dir:      mustDataDir(t),
-		httpBase: freePortBase(t, 0, 1, 2),
-	}
-	natsBase := freePortBase(t, 1, 2, 3, 11, 12, 13, 21, 22, 23)
+	// One range for all: chatd on base+0..2, NATS (CLUSTER_NATS_PORT =
+	// base+10) on +11..13, routes +21..23, monitoring +31..33.
+	base := freePortBase(t, 0, 1, 2, 11, 12, 13, 21, 22, 23, 31, 32, 33)
+	c := &localCluster{dir: mustDataDir(t), httpBase: base}
+	natsBase := base + 10
 	c.natsURLs = fmt.Sprintf("nats://127.0.0.1:%d,nats://127.0.0.1:%d,nats://127.0.0.1:%d", natsBase+1, natsBase+2, natsBase+3)
 	c.env = append(os.Environ(),
 		"CLUSTER_DIR="+c.dir,
