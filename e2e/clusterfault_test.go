@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,9 +113,35 @@ func TestLocalClusterKillStreamLeaderAndNode(t *testing.T) {
 	}
 	t.Logf("%d messages accepted in %d chats, each at both ends exactly once; %d sessions for %d clients, %d resends",
 		total, pairs, connects, 2*pairs, resends)
+	eventually(t, 30*time.Second, "the PostgreSQL outbox drains (the relay publishes again)", func() bool {
+		return c.outboxDepth(t) == 0
+	})
 	if connects <= 2*pairs {
 		t.Errorf("got %d sessions for %d clients, want reconnects (the killed node's clients must move)", connects, 2*pairs)
 	}
+}
+
+// outboxDepth is the PostgreSQL outbox's row count, from node 1's
+// /api/admin/outbox (the cluster names chatload-admin an admin).
+func (c *localCluster) outboxDepth(t *testing.T) int64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.url(1)+"/api/admin/outbox", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+mustToken(t, "chatload-admin", ""))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("outbox view: %v", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Depth *int64 `json:"postgres_outbox_depth"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.Depth == nil {
+		t.Fatalf("outbox view: status %d, %v", resp.StatusCode, err)
+	}
+	return *v.Depth
 }
 
 // others is every node but i, in order after i: where a client of node i
