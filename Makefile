@@ -5,7 +5,7 @@ DATA_DIR  ?= ./data
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: run build test lint deps fuzz bench clean
+.PHONY: run build test lint deps fuzz bench clean cluster cluster-down
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -21,6 +21,14 @@ run: deps build
 	@echo "chatd: http://$(LISTEN)  (ready when /readyz answers 200)"
 	@echo "token: ./bin/chatd token alice --data-dir $(DATA_DIR)"
 	./bin/chatd --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+## cluster: three nats-server, one PostgreSQL and three chatd as local processes (docs/cluster.md)
+cluster: deps build
+	@scripts/cluster.sh up
+
+## cluster-down: stop what `make cluster` started (keeps ./cluster-data)
+cluster-down:
+	@scripts/cluster.sh down
 
 ## lint: gofmt, go vet, staticcheck
 lint:

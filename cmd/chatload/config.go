@@ -62,8 +62,10 @@ type Config struct {
 	// A comma-separated list targets several nodes of one cluster: client i
 	// connects to the (i mod n)-th, so the two clients of a pair sit on
 	// different nodes and every message crosses the relay and the stream
-	// (one node would deliver them all on its fast path). The first node
-	// serves the outbox view and the metrics.
+	// (one node would deliver them all on its fast path). When a client's
+	// session ends it dials the next node in the list, as a load balancer
+	// would, so a node can be killed under load. The first node serves the
+	// outbox view and the metrics.
 	URL string
 	// DataDir is the embedded node's data dir (zero: a fresh temporary dir,
 	// removed afterwards), or with URL the target's data dir to read its

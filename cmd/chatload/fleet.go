@@ -91,7 +91,7 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 		return nil, fmt.Errorf("token for %s: %w", user, err)
 	}
 	lc := &loadClient{idx: i, connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
-	ccfg := client.Config{URL: t.clientURL(i), Token: tok, Logger: f.cfg.Logger}
+	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
 		// reading, and so its acks, at once instead of after 1024 events.
@@ -102,6 +102,9 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 			return nil, err
 		}
 		ccfg.URL = lc.proxy.URL()
+		// A drop is aimed at one node through its proxy; a client that
+		// moved on to another node would escape its drops.
+		ccfg.URLs = nil
 	}
 	if lc.c, err = client.New(ccfg); err != nil {
 		return nil, fmt.Errorf("client %s: %w", user, err)

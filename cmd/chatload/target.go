@@ -118,6 +118,19 @@ func embeddedTarget(ctx context.Context, cfg *Config) (*target, error) {
 // clientURL is the node client i connects to.
 func (t *target) clientURL(i int) string { return t.urls[i%len(t.urls)] }
 
+// fallbackURLs are the nodes client i moves to, in turn, when its session
+// on clientURL(i) ends: the others in list order after its own, as a load
+// balancer would send a reconnecting client to whichever node is up. With
+// one node there are none.
+func (t *target) fallbackURLs(i int) []string {
+	n := len(t.urls)
+	var out []string
+	for k := 1; k < n; k++ {
+		out = append(out, t.urls[(i+k)%n])
+	}
+	return out
+}
+
 // token signs a token for user on the load's device.
 func (t *target) token(user string) (string, error) {
 	return api.IssueToken(t.secret, user, loadDevice, 24*time.Hour)
