@@ -91,6 +91,19 @@ func (r *Registry) start(ctx context.Context) (*consuming, bool) {
 	}
 }
 
+// A pull request lives pullExpiry, and the server sends a heartbeat on it
+// every pullHeartbeat while it has nothing to deliver. The client library
+// notices a pull lost with its server (the server was SIGKILLed, or the
+// consumer's leader moved) only when two heartbeats are missing, and then
+// pulls again: with the library's defaults (30 s, 15 s) live delivery
+// stalled for 30 s after a NATS server died (BENCHMARKS.md, "3-node
+// cluster"); with these, about 2 s. The cost is a heartbeat a second and a
+// new pull every 10 s per idle node.
+const (
+	pullExpiry    = 10 * time.Second
+	pullHeartbeat = time.Second
+)
+
 func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
 		Durable:     ConsumerName(r.cfg.NodeID),
@@ -117,6 +130,7 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	w := &consuming{cons: cons, nudge: make(chan struct{}, 1), created: cons.CachedInfo().Created}
 	w.cc, err = cons.Consume(r.handle,
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
+		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.sampled.Warn("consume", "err", err)
 			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
