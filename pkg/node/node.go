@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"time"
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
@@ -167,22 +166,12 @@ func (n *Node) startNATS() error {
 			return err
 		}
 		n.closeFns = append(n.closeFns, n.nsrv.Shutdown)
-		n.nc, err = n.nsrv.Connect(nats.Name("chatd " + n.nodeID))
-	} else {
-		// A short reconnect wait: after a server restart or a failover the
-		// relay and push resume within about a second, not after nats.go's
-		// default 2 s pause per server in the list. Pings every 5 s notice a
-		// silent partition within ~15 s (default: minutes), so the relay
-		// steps down and the node gives its sessions up in time.
-		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1),
-			nats.ReconnectWait(250*time.Millisecond),
-			nats.PingInterval(5*time.Second), nats.MaxPingsOutstanding(3))
+		n.nc, err = n.nsrv.Connect(nats.Name(natsConnName(n.nodeID)))
 		if err != nil {
-			return fmt.Errorf("connect to nats: %w (is NATS up and reachable? check --nats-url / CHATD_NATS_URL)", err)
+			return fmt.Errorf("connect to nats: %w", err)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
+	} else if n.nc, err = connectExternalNATS(n.cfg.NATSURL, n.nodeID, n.cfg.NATS); err != nil {
+		return err
 	}
 	n.closeFns = append(n.closeFns, n.nc.Close)
 	n.js, err = jetstream.New(n.nc)
