@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,8 @@ type Node struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	ln  net.Listener
+	// certs serves the HTTP listener's certificate; nil without TLS.
+	certs *certReloader
 	// debugLn serves the profiler; nil unless Config.DebugListen is set.
 	debugLn net.Listener
 
@@ -79,12 +82,19 @@ func (n *Node) start(ctx context.Context) error {
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
 	}
+	if cfg.TLSCertFile != "" {
+		if n.certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return err
+		}
+		n.ln = tls.NewListener(n.ln, n.certs.tlsConfig())
+	}
 	if cfg.DebugListen != "" {
 		if n.debugLn, err = net.Listen("tcp", cfg.DebugListen); err != nil {
 			return fmt.Errorf("listen on %s: %w (pick another --debug-listen)", cfg.DebugListen, err)
 		}
 	}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.registerBuildInfo()
 	if n.nodeID, err = n.resolveNodeID(); err != nil {
 		return err
 	}
@@ -207,8 +217,13 @@ func (n *Node) DebugAddr() string {
 	return n.debugLn.Addr().String()
 }
 
-// URL is the node's base HTTP URL.
-func (n *Node) URL() string { return "http://" + n.Addr() }
+// URL is the node's base HTTP URL: https with Config.TLSCertFile.
+func (n *Node) URL() string {
+	if n.certs != nil {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
 
 // NodeID names this node (its consumer is push-<NodeID>).
 func (n *Node) NodeID() string { return n.nodeID }
