@@ -84,9 +84,13 @@ func TestTLSListenerAndReload(t *testing.T) {
 	mustWS(t, dialer, wss, "carol") // a new WSS session under cert B
 }
 
-func TestReloadTLSWithoutTLS(t *testing.T) {
+// A plain-HTTP node has nothing to reload, and exports its build.
+func TestPlainNodeReloadAndBuildInfo(t *testing.T) {
 	n := testnode.Run(t, externalConfig(t, testnode.NATS(t, t.TempDir(), "127.0.0.1:0").ClientURL(), "n1"))
 	if err := n.ReloadTLS(); !errors.Is(err, node.ErrNoTLS) {
 		t.Fatalf("got %v, want ErrNoTLS", err)
+	}
+	if got := testnode.Metric(t, n.Node, "chatd_build_info"); got != 1 {
+		t.Fatalf("chatd_build_info %v, want 1", got)
 	}
 }
