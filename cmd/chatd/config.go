@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"log/slog"
 
@@ -13,6 +14,8 @@ type settings struct {
 	node     node.Config
 	logLevel string
 	logJSON  bool
+	// configFile is a YAML file of settings below flags and env (--config).
+	configFile string
 }
 
 // registerFlags declares every flag of `chatd` and `chatd token`; both read
@@ -82,9 +85,23 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 
+	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.Bool(&s.logJSON, "log-json", "CHATD_LOG_JSON", false, "log JSON instead of text")
 	return f
+}
+
+// finishSettings completes s after fs.Parse: the flags are set, their
+// environment variables were their defaults; it reports a bad env value
+// and applies --config's file beneath both.
+func finishSettings(fs *flag.FlagSet, f *envFlags, s *settings) error {
+	if err := errors.Join(f.errs...); err != nil {
+		return err
+	}
+	if s.configFile != "" {
+		return applyConfigFile(fs, f, s.configFile)
+	}
+	return nil
 }
 
 func newLogger(s *settings) *slog.Logger {

@@ -62,7 +62,7 @@ func run(args []string) error {
 		fmt.Fprintln(stdout(), node.ReadBuildInfo())
 		return nil
 	}
-	if err := errors.Join(f.errs...); err != nil {
+	if err := finishSettings(fs, f, &s); err != nil {
 		return err
 	}
 	log := newLogger(&s)
@@ -133,11 +133,11 @@ func runToken(args []string) error {
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
+	if err := finishSettings(fs, f, &s); err != nil {
+		return err
+	}
 	if user == "" && fs.NArg() > 0 {
 		user = fs.Arg(0)
-	}
-	if err := errors.Join(f.errs...); err != nil {
-		return err
 	}
 	if !chatd.ValidUserID(user) {
 		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)
