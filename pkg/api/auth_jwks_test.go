@@ -154,6 +154,7 @@ func mustJWKSEnv(t *testing.T, p *idp, opts ...func(*api.JWKSConfig)) *env {
 func (e *env) wantUpgrade401(t *testing.T, tok string) {
 	t.Helper()
 	conn, resp, err := websocket.DefaultDialer.Dial(e.ws+"?token="+tok, nil)
+	checkUpgrade(t, e.ws+"?token="+tok, nil, resp)
 	if err == nil {
 		conn.Close()
 		t.Fatal("upgrade succeeded, want 401")

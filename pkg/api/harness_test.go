@@ -199,7 +199,9 @@ type wsc struct {
 // dial connects user/device and returns the client with its hello read.
 func (e *env) dial(t *testing.T, user, device string) (*wsc, map[string]any) {
 	t.Helper()
-	conn, resp, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, user, device), nil)
+	url := e.ws + "?token=" + mustToken(t, user, device)
+	conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	checkUpgrade(t, url, nil, resp)
 	if err != nil {
 		status := 0
 		if resp != nil {

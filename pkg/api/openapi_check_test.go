@@ -131,3 +131,26 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// checkUpgrade checks the HTTP answer of a WebSocket dial of url with
+// header h against the document: a refused upgrade is a plain HTTP answer
+// (401, 403, 426, 503) and must be documented like any other; a successful
+// one is 101 without a body.
+func checkUpgrade(t testing.TB, url string, h http.Header, resp *http.Response) {
+	t.Helper()
+	if resp == nil {
+		return
+	}
+	req, err := http.NewRequest("GET", "http"+strings.TrimPrefix(url, "ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	checkOpenAPI(t, req, nil, resp, body)
+}
