@@ -18,18 +18,26 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 )
 
-// openAPIRouter loads the document chatd serves once per test binary.
-var openAPIRouter = sync.OnceValues(func() (routers.Router, error) {
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(api.OpenAPI())
+// openapi3Doc loads and validates the document chatd serves, once per
+// test binary; the router below matches its paths on any host (the tests'
+// servers listen on random ports).
+var openapi3Doc = sync.OnceValues(func() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI())
 	if err != nil {
 		return nil, fmt.Errorf("load openapi.yaml: %w", err)
 	}
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("openapi.yaml is not a valid OpenAPI document: %w", err)
 	}
-	// Match paths on any host: the tests' servers listen on random ports.
 	doc.Servers = nil
+	return doc, nil
+})
+
+var openAPIRouter = sync.OnceValues(func() (routers.Router, error) {
+	doc, err := openapi3Doc()
+	if err != nil {
+		return nil, err
+	}
 	return legacy.NewRouter(doc)
 })
 
@@ -105,7 +113,7 @@ func checkErrorBody(t testing.TB, what string, resp *http.Response, body []byte)
 
 // errorSchema is the document's Error schema.
 var errorSchemaOnce = sync.OnceValues(func() (*openapi3.Schema, error) {
-	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI())
+	doc, err := openapi3Doc()
 	if err != nil {
 		return nil, err
 	}
