@@ -90,11 +90,14 @@ func run(args []string) error {
 	return n.Run(ctx)
 }
 
+// tlsReloader is what SIGHUP reloads (*node.Node).
+type tlsReloader interface{ ReloadTLS() error }
+
 // reloadTLSOnHUP reloads the node's TLS certificate on every SIGHUP until
 // ctx ends; the returned channel closes when its goroutine has stopped.
 // Only a node serving TLS catches SIGHUP: elsewhere it keeps its default
 // meaning (terminate), as before.
-func reloadTLSOnHUP(ctx context.Context, n *node.Node, log *slog.Logger) <-chan struct{} {
+func reloadTLSOnHUP(ctx context.Context, n tlsReloader, log *slog.Logger) <-chan struct{} {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
