@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"log/slog"
 
@@ -13,6 +14,8 @@ type settings struct {
 	node     node.Config
 	logLevel string
 	logJSON  bool
+	// configFile is a YAML file of settings below flags and env (--config).
+	configFile string
 }
 
 // registerFlags declares every flag of `chatd` and `chatd token`; both read
@@ -25,11 +28,23 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir")
 	f.String(&c.NATSURL, "nats-url", "CHATD_NATS_URL", "", "external NATS URL(s); empty runs NATS in-process")
 	f.String(&c.NATSListen, "nats-listen", "CHATD_NATS_LISTEN", "", "open a TCP listener on the embedded NATS (e.g. 127.0.0.1:4222) so the nats CLI can inspect it")
+	f.String(&c.NATS.CredsFile, "nats-creds", "CHATD_NATS_CREDS", "", "with --nats-url, a NATS credentials file (user JWT and nkey seed) to authenticate with")
+	f.String(&c.NATS.NkeyFile, "nats-nkey", "CHATD_NATS_NKEY", "", "with --nats-url, an nkey seed file to authenticate with")
+	f.String(&c.NATS.User, "nats-user", "CHATD_NATS_USER", "", "with --nats-url, the NATS user to authenticate as (with --nats-password)")
+	f.String(&c.NATS.Password, "nats-password", "CHATD_NATS_PASSWORD", "", "the --nats-user's password; set it in the environment: a flag is visible to every local user in the process list")
+	f.String(&c.NATS.CAFile, "nats-ca", "CHATD_NATS_CA", "", "with --nats-url, a PEM CA file that verifies the NATS server's certificate (turns TLS on)")
+	f.String(&c.NATS.CertFile, "nats-cert", "CHATD_NATS_CERT", "", "with --nats-url, this node's PEM client certificate for NATS servers that verify clients (with --nats-key; turns TLS on)")
+	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", "the PEM private key of --nats-cert")
+	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", node.DefaultStreamName, "the delivery stream's JetStream name; deployments sharing a NATS account need different ones (and different --subject-prefix)")
+	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, "starts every NATS subject and KV bucket chatd uses: <p>.out.<chat> (stream), <p>.sig.<kind>.<chat> (signals), <p>_presence (bucket)")
+	f.String(&c.TLSCertFile, "tls-cert", "CHATD_TLS_CERT", "", "serve HTTP and WebSocket over TLS with this PEM certificate (chain) and --tls-key; both are read again on SIGHUP")
+	f.String(&c.TLSKeyFile, "tls-key", "CHATD_TLS_KEY", "", "the PEM private key of --tls-cert")
 	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret, at least 16 bytes; empty in embedded mode generates one in the data dir. Prefer setting it in the environment: a flag is visible to every local user in the process list")
 	f.String(&c.JWKS.URL, "jwks-url", "CHATD_JWKS_URL", "", "also accept RS256, ES256 and EdDSA tokens signed by a key (chosen by kid) of the JWK Set at this URL; fetched at start (the start fails if it is not a valid set), hourly and on an unknown kid. Empty: HS256 tokens only")
 	f.String(&c.JWKS.Issuer, "jwt-issuer", "CHATD_JWT_ISSUER", "", "with --jwks-url, the iss a provider token must carry; empty: not checked")
 	f.String(&c.JWKS.Audience, "jwt-audience", "CHATD_JWT_AUDIENCE", "", "with --jwks-url, a value a provider token's aud must hold; empty: not checked")
 	f.String(&c.JWKS.UserClaim, "jwt-user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, "with --jwks-url, the provider token claim holding the user id (1-64 of [A-Za-z0-9_-]); chatd's HS256 tokens always use sub")
+	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, "alias of --jwt-user-claim")
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
 	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
 	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
@@ -77,9 +92,23 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 
+	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.Bool(&s.logJSON, "log-json", "CHATD_LOG_JSON", false, "log JSON instead of text")
 	return f
+}
+
+// finishSettings completes s after fs.Parse: the flags are set, their
+// environment variables were their defaults; it reports a bad env value
+// and applies --config's file beneath both.
+func finishSettings(fs *flag.FlagSet, f *envFlags, s *settings) error {
+	if err := errors.Join(f.errs...); err != nil {
+		return err
+	}
+	if s.configFile != "" {
+		return applyConfigFile(fs, f, s.configFile)
+	}
+	return nil
 }
 
 func newLogger(s *settings) *slog.Logger {

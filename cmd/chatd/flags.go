@@ -15,6 +15,16 @@ import (
 type envFlags struct {
 	fs   *flag.FlagSet
 	errs []error
+	// envOf names each flag's environment variable, so a config file
+	// (configfile.go) knows which settings the environment already gave.
+	envOf map[string]string
+}
+
+func (e *envFlags) track(name, env string) {
+	if e.envOf == nil {
+		e.envOf = map[string]string{}
+	}
+	e.envOf[name] = env
 }
 
 func (e *envFlags) env(name string) (string, bool) {
@@ -27,6 +37,7 @@ func (e *envFlags) usage(usage, env string) string {
 }
 
 func (e *envFlags) String(p *string, name, env, def, usage string) {
+	e.track(name, env)
 	if v, ok := e.env(env); ok {
 		def = v
 	}
@@ -34,6 +45,7 @@ func (e *envFlags) String(p *string, name, env, def, usage string) {
 }
 
 func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
+	e.track(name, env)
 	if v, ok := e.env(env); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -46,6 +58,7 @@ func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
 }
 
 func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
+	e.track(name, env)
 	if v, ok := e.env(env); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -58,6 +71,7 @@ func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
 }
 
 func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
+	e.track(name, env)
 	if v, ok := e.env(env); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -70,6 +84,7 @@ func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
 }
 
 func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	e.track(name, env)
 	if v, ok := e.env(env); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -83,6 +98,7 @@ func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 
 // List registers a comma-separated list flag.
 func (e *envFlags) List(p *[]string, name, env, usage string) {
+	e.track(name, env)
 	def := ""
 	if v, ok := e.env(env); ok {
 		def = v

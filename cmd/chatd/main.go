@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +22,8 @@ import (
 )
 
 func stderr() io.Writer { return os.Stderr }
+
+func stdout() io.Writer { return os.Stdout }
 
 func main() {
 	err := run(os.Args[1:])
@@ -51,10 +54,15 @@ func run(args []string) error {
 		fs.PrintDefaults()
 	}
 	f := registerFlags(fs, &s)
+	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := errors.Join(f.errs...); err != nil {
+	if *version {
+		fmt.Fprintln(stdout(), node.ReadBuildInfo())
+		return nil
+	}
+	if err := finishSettings(fs, f, &s); err != nil {
 		return err
 	}
 	log := newLogger(&s)
@@ -75,7 +83,41 @@ func run(args []string) error {
 		// SIGINT or SIGTERM aborts a shutdown that hangs.
 		stop()
 	}()
+	if s.node.TLSCertFile != "" {
+		reloaded := reloadTLSOnHUP(ctx, n, log)
+		defer func() { <-reloaded }()
+	}
 	return n.Run(ctx)
+}
+
+// tlsReloader is what SIGHUP reloads (*node.Node).
+type tlsReloader interface{ ReloadTLS() error }
+
+// reloadTLSOnHUP reloads the node's TLS certificate on every SIGHUP until
+// ctx ends; the returned channel closes when its goroutine has stopped.
+// Only a node serving TLS catches SIGHUP: elsewhere it keeps its default
+// meaning (terminate), as before.
+func reloadTLSOnHUP(ctx context.Context, n tlsReloader, log *slog.Logger) <-chan struct{} {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := n.ReloadTLS(); err != nil {
+					log.Error("TLS certificate not reloaded; the previous one stays in use", "err", err)
+				} else {
+					log.Info("TLS certificate reloaded")
+				}
+			}
+		}
+	}()
+	return done
 }
 
 // runToken prints a token for USER signed with the secret chatd would use.
@@ -94,11 +136,11 @@ func runToken(args []string) error {
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
+	if err := finishSettings(fs, f, &s); err != nil {
+		return err
+	}
 	if user == "" && fs.NArg() > 0 {
 		user = fs.Arg(0)
-	}
-	if err := errors.Join(f.errs...); err != nil {
-		return err
 	}
 	if !chatd.ValidUserID(user) {
 		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)

@@ -154,6 +154,7 @@ func mustJWKSEnv(t *testing.T, p *idp, opts ...func(*api.JWKSConfig)) *env {
 func (e *env) wantUpgrade401(t *testing.T, tok string) {
 	t.Helper()
 	conn, resp, err := websocket.DefaultDialer.Dial(e.ws+"?token="+tok, nil)
+	checkUpgrade(t, e.ws+"?token="+tok, nil, resp)
 	if err == nil {
 		conn.Close()
 		t.Fatal("upgrade succeeded, want 401")
@@ -377,4 +378,34 @@ func TestJWKSBackgroundRefreshDropsRevokedKey(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A full key rotation at the provider: the new kid appears and the old one
+// is withdrawn in the same JWK Set change. The first token under the new kid
+// makes chatd refetch the set (refresh on an unknown kid) and is accepted;
+// from that refetch on the old kid is refused, without waiting for the
+// hourly refresh.
+func TestJWKSKeyRotationReplacesTheOldKey(t *testing.T) {
+	t.Parallel()
+	p := mustIDP(t)
+	old := p.add("2026-11", "RS256")
+	e := mustJWKSEnv(t, p)
+	oldTok := sign(t, old, "2026-11", idpClaims("alice"))
+	if got, body, _ := e.callToken(t, oldTok, "GET", "/api/chats", nil); got != http.StatusOK {
+		t.Fatalf("before rotation, old kid: got %d %v, want 200", got, body)
+	}
+
+	p.mu.Lock()
+	delete(p.keys, "2026-11")
+	p.mu.Unlock()
+	next := p.add("2026-12", "EdDSA")
+
+	newTok := sign(t, next, "2026-12", idpClaims("alice"))
+	if got, body, _ := e.callToken(t, newTok, "GET", "/api/chats", nil); got != http.StatusOK {
+		t.Fatalf("after rotation, new kid: got %d %v, want 200 (refetch on unknown kid)", got, body)
+	}
+	if got, _, _ := e.callToken(t, oldTok, "GET", "/api/chats", nil); got != http.StatusUnauthorized {
+		t.Fatalf("after rotation, withdrawn kid: got %d, want 401", got)
+	}
+	e.wantUpgrade401(t, oldTok)
 }

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -170,14 +169,9 @@ func (e *env) rawGet(t *testing.T, user, path string) []byte {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+mustToken(t, user, ""))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s (%v)", path, resp.StatusCode, body, err)
+	resp, body := e.do(t, req, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
 	}
 	return body
 }

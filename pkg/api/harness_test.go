@@ -118,19 +118,18 @@ func (e *env) call(t *testing.T, user, method, path string, body any) (int, map[
 
 func (e *env) callToken(t *testing.T, tok, method, path string, body any) (int, map[string]any, http.Header) {
 	t.Helper()
-	var rd io.Reader
+	var reqBody []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		reqBody = []byte(b)
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if reqBody, err = json.Marshal(b); err != nil {
 			t.Fatal(err)
 		}
-		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.base+path, rd)
+	req, err := http.NewRequest(method, e.base+path, bytes.NewReader(reqBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +137,21 @@ func (e *env) callToken(t *testing.T, tok, method, path string, body any) (int, 
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	resp, raw := e.do(t, req, reqBody)
+	var out map[string]any
+	if len(raw) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+// do sends req (whose body is reqBody) and returns the answer with its
+// body read. Every exchange is checked against the OpenAPI document
+// (checkOpenAPI): an answer it does not describe fails the test.
+func (e *env) do(t *testing.T, req *http.Request, reqBody []byte) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -147,13 +161,8 @@ func (e *env) callToken(t *testing.T, tok, method, path string, body any) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out map[string]any
-	if len(raw) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
-		}
-	}
-	return resp.StatusCode, out, resp.Header
+	checkOpenAPI(t, req, reqBody, resp, raw)
+	return resp, raw
 }
 
 // mustCall is call that fails the test unless the status is want.
@@ -190,7 +199,9 @@ type wsc struct {
 // dial connects user/device and returns the client with its hello read.
 func (e *env) dial(t *testing.T, user, device string) (*wsc, map[string]any) {
 	t.Helper()
-	conn, resp, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, user, device), nil)
+	url := e.ws + "?token=" + mustToken(t, user, device)
+	conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	checkUpgrade(t, url, nil, resp)
 	if err != nil {
 		status := 0
 		if resp != nil {

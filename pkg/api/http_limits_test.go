@@ -161,11 +161,7 @@ func TestOversizedHeaderIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("X-Big", strings.Repeat("a", 8<<10))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := e.do(t, req, nil)
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("got status %d, want 431", resp.StatusCode)
 	}

@@ -97,6 +97,8 @@ func (s *Server) routes() {
 	s.app.Get("/readyz", s.readyz)
 	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})))
 	s.app.Get("/ws", s.gw.preUpgrade, s.gw.upgrade())
+	// Before the /api group, whose middleware would ask for a token.
+	s.app.Get("/api/openapi.yaml", s.openAPI)
 
 	api := s.app.Group("/api", s.requireAuth, s.limitREST)
 	api.Post("/chats", s.createChat)

@@ -24,6 +24,7 @@ func TestWSAuthFailuresAre401BeforeUpgrade(t *testing.T) {
 					h.Set("Authorization", "Bearer "+tok)
 				}
 				conn, resp, err := websocket.DefaultDialer.Dial(url, h)
+				checkUpgrade(t, url, h, resp)
 				if err == nil {
 					conn.Close()
 					t.Fatalf("%s: upgraded, want 401", how)
@@ -47,7 +48,9 @@ func TestWSAuthFailuresAre401BeforeUpgrade(t *testing.T) {
 func TestWSOrigins(t *testing.T) {
 	dialOrigin := func(e *env, origin string) int {
 		h := http.Header{"Origin": {origin}}
-		conn, resp, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, "alice", ""), h)
+		url := e.ws + "?token=" + mustToken(t, "alice", "")
+		conn, resp, err := websocket.DefaultDialer.Dial(url, h)
+		checkUpgrade(t, url, h, resp)
 		if err == nil {
 			conn.Close()
 			return 101

@@ -26,19 +26,21 @@ const streamHeaderRoom = 4 << 10
 // of push or the relay, only the OnCommit hook set here.
 func (n *Node) build(ctx context.Context, secret []byte) error {
 	cfg := n.cfg
-	str, err := stream.Ensure(ctx, n.js, stream.Config{Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge})
+	str, err := stream.Ensure(ctx, n.js, stream.Config{
+		Name: cfg.StreamName, SubjectPrefix: cfg.streamSubjects(), Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge})
 	if err != nil {
 		return err
 	}
 	n.Push, err = push.New(push.Config{
-		NodeID: n.nodeID, JS: n.js, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
+		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
 		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
 		CheckInterval: cfg.ConsumerCheck, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err
 	}
-	n.Relay, err = stream.NewRelay(stream.RelayConfig{Outbox: n.Store, JS: n.js, StepDownAfter: cfg.RelayStepDownAfter, Logger: n.log, Registerer: n.reg})
+	n.Relay, err = stream.NewRelay(stream.RelayConfig{
+		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
@@ -70,13 +72,15 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	// Deliver is called only once Run subscribes, after n.API is set.
-	n.Signals, err = signal.NewBus(signal.BusConfig{Conn: n.nc, Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log, Registerer: n.reg})
+	n.Signals, err = signal.NewBus(signal.BusConfig{
+		Conn: n.nc, Prefix: cfg.signalPrefix(), Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
 	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
 		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
-		Replicas: cfg.StreamReplicas, TTL: cfg.PresenceTTL, Refresh: cfg.PresenceRefresh, Audience: cfg.PresenceAudience,
+		Bucket: cfg.presenceBucket(), Replicas: cfg.StreamReplicas,
+		TTL: cfg.PresenceTTL, Refresh: cfg.PresenceRefresh, Audience: cfg.PresenceAudience,
 		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {

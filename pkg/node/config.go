@@ -46,6 +46,23 @@ type Config struct {
 	NATSURL string
 	// NATSListen opens a TCP listener on the embedded NATS (for the nats CLI).
 	NATSListen string
+	// NATS holds the credentials and TLS of the connection to NATSURL.
+	// Zero: anonymous, and TLS only if the URL asks for it.
+	NATS NATSOptions
+	// StreamName is the delivery stream's name. Empty means
+	// stream.DefaultName. Two deployments sharing a NATS account need
+	// different names, and different SubjectPrefixes.
+	StreamName string
+	// SubjectPrefix starts every subject and KV bucket this node uses: the
+	// delivery stream's subjects (<prefix>.out.<chat>), the signals
+	// (<prefix>.sig.<kind>.<chat>) and the presence bucket
+	// (<prefix>_presence, dots as underscores). Dot-separated tokens of
+	// [A-Za-z0-9_-]. Empty means DefaultSubjectPrefix.
+	SubjectPrefix string
+	// TLSCertFile and TLSKeyFile serve HTTP and WebSocket over TLS (both or
+	// neither); Node.ReloadTLS reads them again. Empty: plain HTTP.
+	TLSCertFile string
+	TLSKeyFile  string
 	// JWTSecret signs tokens. Empty in embedded mode: generated once and kept
 	// in DataDir. Required with an external database (all nodes must share it).
 	JWTSecret string
@@ -146,6 +163,15 @@ func (c *Config) setDefaults() error {
 	// buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
+	}
+	if err := c.NATS.check(c.NATSURL != ""); err != nil {
+		return err
+	}
+	if err := c.setNaming(); err != nil {
+		return err
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("node: --tls-cert and --tls-key go together")
 	}
 	if c.RelayStepDownAfter <= 0 {
 		c.RelayStepDownAfter = stream.DefaultStepDownAfter

@@ -2,12 +2,12 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
-	"time"
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
@@ -30,6 +30,8 @@ type Node struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	ln  net.Listener
+	// certs serves the HTTP listener's certificate; nil without TLS.
+	certs *certReloader
 	// debugLn serves the profiler; nil unless Config.DebugListen is set.
 	debugLn net.Listener
 
@@ -80,12 +82,19 @@ func (n *Node) start(ctx context.Context) error {
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
 	}
+	if cfg.TLSCertFile != "" {
+		if n.certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return err
+		}
+		n.ln = tls.NewListener(n.ln, n.certs.tlsConfig())
+	}
 	if cfg.DebugListen != "" {
 		if n.debugLn, err = net.Listen("tcp", cfg.DebugListen); err != nil {
 			return fmt.Errorf("listen on %s: %w (pick another --debug-listen)", cfg.DebugListen, err)
 		}
 	}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.registerBuildInfo()
 	if n.nodeID, err = n.resolveNodeID(); err != nil {
 		return err
 	}
@@ -167,22 +176,12 @@ func (n *Node) startNATS() error {
 			return err
 		}
 		n.closeFns = append(n.closeFns, n.nsrv.Shutdown)
-		n.nc, err = n.nsrv.Connect(nats.Name("chatd " + n.nodeID))
-	} else {
-		// A short reconnect wait: after a server restart or a failover the
-		// relay and push resume within about a second, not after nats.go's
-		// default 2 s pause per server in the list. Pings every 5 s notice a
-		// silent partition within ~15 s (default: minutes), so the relay
-		// steps down and the node gives its sessions up in time.
-		n.nc, err = nats.Connect(n.cfg.NATSURL, nats.Name("chatd "+n.nodeID), nats.MaxReconnects(-1),
-			nats.ReconnectWait(250*time.Millisecond),
-			nats.PingInterval(5*time.Second), nats.MaxPingsOutstanding(3))
+		n.nc, err = n.nsrv.Connect(nats.Name(natsConnName(n.nodeID)))
 		if err != nil {
-			return fmt.Errorf("connect to nats: %w (is NATS up and reachable? check --nats-url / CHATD_NATS_URL)", err)
+			return fmt.Errorf("connect to nats: %w", err)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
+	} else if n.nc, err = connectExternalNATS(n.cfg.NATSURL, n.nodeID, n.cfg.NATS); err != nil {
+		return err
 	}
 	n.closeFns = append(n.closeFns, n.nc.Close)
 	n.js, err = jetstream.New(n.nc)
@@ -218,8 +217,13 @@ func (n *Node) DebugAddr() string {
 	return n.debugLn.Addr().String()
 }
 
-// URL is the node's base HTTP URL.
-func (n *Node) URL() string { return "http://" + n.Addr() }
+// URL is the node's base HTTP URL: https with Config.TLSCertFile.
+func (n *Node) URL() string {
+	if n.certs != nil {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
 
 // NodeID names this node (its consumer is push-<NodeID>).
 func (n *Node) NodeID() string { return n.nodeID }

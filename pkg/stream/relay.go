@@ -54,6 +54,10 @@ type RelayConfig struct {
 	// pending cap hold whatever options JS was made with.
 	Outbox Outbox
 	JS     jetstream.JetStream
+	// SubjectPrefix is the delivery stream's subject prefix (see
+	// Config.SubjectPrefix); a message of chat C goes to SubjectPrefix+C.
+	// Empty means SubjectPrefix, the package constant.
+	SubjectPrefix string
 	// Batch is how many outbox rows one round publishes, and the most
 	// publishes the relay has outstanding. Zero means 256.
 	Batch int
@@ -81,6 +85,9 @@ type RelayConfig struct {
 func (c *RelayConfig) setDefaults() error {
 	if c.Outbox == nil || c.JS == nil {
 		return errors.New("stream: RelayConfig.Outbox and JS are required")
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = SubjectPrefix
 	}
 	if c.Batch <= 0 {
 		c.Batch = DefaultRelayBatch

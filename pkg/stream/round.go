@@ -91,7 +91,7 @@ func (r *Relay) publish(e *store.OutboxEntry) (jetstream.PubAckFuture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
 	}
-	msg := &nats.Msg{Subject: SubjectPrefix + e.Message.Chat, Data: data}
+	msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + e.Message.Chat, Data: data}
 	// No client-side retries: a retry could land after later rows and
 	// reorder the stream; the round republishes from the first failure.
 	return r.pub.PublishMsgAsync(msg,

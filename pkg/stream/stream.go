@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,11 @@ const (
 type Config struct {
 	// Name is the stream name. Empty means CHAT_OUTBOX.
 	Name string
+	// SubjectPrefix is what every subject of the stream starts with (ending
+	// in a dot): a message of chat C is published to SubjectPrefix+C. Two
+	// deployments sharing a NATS account need different ones (and names).
+	// Empty means SubjectPrefix, the package constant.
+	SubjectPrefix string
 	// Replicas is 1 for the embedded server, 3 on a cluster. Zero means 1.
 	Replicas int
 	// MaxAge is a disk backstop only: reclaim purges far earlier. Zero means 26 h.
@@ -41,6 +47,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Name == "" {
 		c.Name = DefaultName
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = SubjectPrefix
 	}
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -62,7 +71,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.
 	sc := jetstream.StreamConfig{
 		Name:        cfg.Name,
 		Description: "chatd delivery buffer: accepted messages on their way to connected recipients",
-		Subjects:    []string{SubjectPrefix + ">"},
+		Subjects:    []string{cfg.SubjectPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
@@ -73,10 +82,29 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.
 	}
 	s, err := js.CreateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if err := sameSubjects(ctx, js, sc); err != nil {
+			return nil, err
+		}
 		s, err = js.UpdateStream(ctx, sc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
 	return s, nil
+}
+
+// sameSubjects refuses to take over a stream of the same name that listens
+// on other subjects: it belongs to another deployment on this NATS account
+// (or this one changed its subject prefix), and updating it would steal its
+// messages' subjects.
+func sameSubjects(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
+	s, err := js.Stream(ctx, want.Name)
+	if err != nil {
+		return fmt.Errorf("ensure stream %s: %w", want.Name, err)
+	}
+	have := s.CachedInfo().Config.Subjects
+	if !slices.Equal(have, want.Subjects) {
+		return fmt.Errorf("ensure stream %s: it exists with subjects %v, not %v: another deployment uses this name (pick another stream name) or the subject prefix changed", want.Name, have, want.Subjects)
+	}
+	return nil
 }

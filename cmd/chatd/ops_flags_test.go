@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// The operator options reach the node's Config from flags and from the
+// environment (the NATS password is meant to come from there), and
+// --user-claim is --jwt-user-claim under the name.
+func TestOperatorFlags(t *testing.T) {
+	t.Setenv("CHATD_NATS_PASSWORD", "from-env")
+	t.Setenv("CHATD_TLS_KEY", "/etc/chatd/tls.key")
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := registerFlags(fs, &s)
+	err := fs.Parse([]string{
+		"--nats-url", "tls://nats:4222", "--nats-user", "chatd", "--nats-ca", "ca.pem", "--nats-cert", "c.pem", "--nats-key", "k.pem",
+		"--stream-name", "ACME_OUT", "--subject-prefix", "acme.chat", "--tls-cert", "/etc/chatd/tls.crt", "--user-claim", "uid",
+	})
+	if err != nil || len(f.errs) > 0 {
+		t.Fatal(err, f.errs)
+	}
+	c := s.node
+	want := node.NATSOptions{User: "chatd", Password: "from-env", CAFile: "ca.pem", CertFile: "c.pem", KeyFile: "k.pem"}
+	if c.NATS != want {
+		t.Errorf("NATS options: got %+v, want %+v", c.NATS, want)
+	}
+	if c.StreamName != "ACME_OUT" || c.SubjectPrefix != "acme.chat" || c.TLSCertFile != "/etc/chatd/tls.crt" || c.TLSKeyFile != "/etc/chatd/tls.key" || c.JWKS.UserClaim != "uid" {
+		t.Errorf("got stream %q prefix %q tls %q/%q user claim %q", c.StreamName, c.SubjectPrefix, c.TLSCertFile, c.TLSKeyFile, c.JWKS.UserClaim)
+	}
+}
+
+// Unset, the naming flags keep today's names.
+func TestNamingFlagDefaults(t *testing.T) {
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	registerFlags(fs, &s)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.node.StreamName != "CHAT_OUTBOX" || s.node.SubjectPrefix != "chat" {
+		t.Fatalf("defaults: stream %q prefix %q, want CHAT_OUTBOX and chat", s.node.StreamName, s.node.SubjectPrefix)
+	}
+}

@@ -1,0 +1,52 @@
+package node
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/chatd/chatd/pkg/stream"
+)
+
+// DefaultSubjectPrefix is Config.SubjectPrefix's default: the subjects
+// chatd has always used (chat.out.<chat>, chat.sig.<kind>.<chat>,
+// chat_presence), so existing deployments keep their stream and bucket.
+const DefaultSubjectPrefix = "chat"
+
+// DefaultStreamName is Config.StreamName's default, for flags.
+const DefaultStreamName = stream.DefaultName
+
+var (
+	// NATS subject tokens without wildcards, and JetStream names (which
+	// also become file names on the server).
+	validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	validName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// setNaming defaults and checks StreamName and SubjectPrefix.
+func (c *Config) setNaming() error {
+	if c.StreamName == "" {
+		c.StreamName = DefaultStreamName
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if !validName.MatchString(c.StreamName) {
+		return fmt.Errorf("node: --stream-name %q: want 1-64 of [A-Za-z0-9_-]", c.StreamName)
+	}
+	if !validPrefix.MatchString(c.SubjectPrefix) || len(c.SubjectPrefix) > 48 {
+		return fmt.Errorf("node: --subject-prefix %q: want dot-separated tokens of [A-Za-z0-9_-], at most 48 bytes, no wildcards", c.SubjectPrefix)
+	}
+	return nil
+}
+
+// streamSubjects is the delivery stream's subject prefix (ends in a dot).
+func (c *Config) streamSubjects() string { return c.SubjectPrefix + ".out." }
+
+// signalPrefix is the signal bus's subject prefix.
+func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
+
+// presenceBucket is the presence KV bucket: bucket names take no dots.
+func (c *Config) presenceBucket() string {
+	return strings.ReplaceAll(c.SubjectPrefix, ".", "_") + "_presence"
+}
