@@ -166,6 +166,8 @@ export class APIError extends Error {
 /** The client was closed (or a call needs a live connection and there is none). */
 export class ClosedError extends Error {
   readonly name: 'ClosedError';
+  /** The close code that ended the client (4003 superseded, 4401 token refused, 1000 close()), if any. */
+  readonly code?: number;
 }
 
 /** Human text of a close code. */
@@ -202,10 +204,12 @@ export class ChatClient {
   edit(chat: string, mid: string, body: string, opts?: { cid?: string }): Promise<Accepted>;
   delete(chat: string, mid: string, opts?: { cid?: string }): Promise<Accepted>;
   react(chat: string, mid: string, emoji: string, on?: boolean, opts?: { cid?: string }): Promise<Accepted>;
-  /** Best effort; false when not connected. */
+  /** Tell the chat's other members this user is typing (the server passes one per 3 s per chat).
+   * Best effort; false when not connected. */
   typing(chat: string): boolean;
-  /** Send a read receipt up to the message at seq (or the message id). Best effort; false when not connected. */
-  markRead(chat: string, seqOrId: number | string): boolean;
+  /** Send a read receipt up to the message at seq (or with that id). Best effort: resolves false when
+   * not connected. A seq the SDK has not kept is looked up over REST. */
+  markRead(chat: string, seqOrId: number | string): Promise<boolean>;
 
   // REST
   listChats(): Promise<Chat[]>;
