@@ -34,6 +34,8 @@ type Server struct {
 	gw       *gateway
 	// members caches chats' member lists for typing and receipts.
 	members *memberCache
+	// static holds the demo's and the SDK's files, read once in New.
+	static staticFiles
 
 	// unready makes /readyz fail; set by Unready, first step of shutdown.
 	unready atomic.Bool
@@ -65,6 +67,13 @@ func New(cfg Config) (*Server, error) {
 		verifier: newVerifier(cfg.JWTSecret, keys, cfg.Now),
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
+	}
+	s.static = staticFiles{}
+	if err := s.static.load(cfg.Demo, ""); err != nil {
+		return nil, err
+	}
+	if err := s.static.load(cfg.SDK, "/sdk"); err != nil {
+		return nil, err
 	}
 	s.gw = newGateway(s)
 	s.members = newMemberCache(cfg.Chats, cfg.Now)
@@ -98,6 +107,13 @@ func (s *Server) routes() {
 	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})))
 	s.app.Get("/ws", s.gw.preUpgrade, s.gw.upgrade())
 
+	// CORS before authentication: a preflight carries no token.
+	if h := corsHandler(s.cfg.AllowedOrigins); h != nil {
+		s.app.Use("/api", h)
+	}
+	// Registered before the group so that it needs no token; it answers
+	// 404 itself unless DevLogin is set.
+	s.app.Post("/api/dev/login", s.devLogin)
 	api := s.app.Group("/api", s.requireAuth, s.limitREST)
 	api.Post("/chats", s.createChat)
 	api.Post("/chats/direct", s.directChat)
@@ -109,6 +125,9 @@ func (s *Server) routes() {
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 	api.Get("/presence", s.presence)
+
+	// Last, so no file can shadow an API route.
+	s.app.Get("/*", s.serveStatic)
 }
 
 // App is the Fiber app, for tests (app.Test) and for embedding.
