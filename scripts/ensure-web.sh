@@ -27,14 +27,18 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
 
-if [ ! -x /usr/bin/chromium ]; then
-  echo "chromium not found; installing Debian's chromium package..." >&2
-  # Without recommends (they pull in avahi, samba, cups helpers); the fonts
-  # are what a page needs to render text and emoji in screenshots.
-  apt_install chromium fonts-liberation fonts-noto-color-emoji
-  [ -x /usr/bin/chromium ] || { echo "chromium installed but /usr/bin/chromium is missing" >&2; exit 1; }
-  echo "chromium installed." >&2
+# Debian's chromium without recommends (they pull in avahi, samba, cups
+# helpers); the fonts are what a page needs to render text and emoji.
+want=(chromium fonts-liberation fonts-noto-color-emoji)
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages for the browser tests: ${missing[*]}..." >&2
+  apt_install "${missing[@]}"
 fi
+[ -x /usr/bin/chromium ] || { echo "chromium installed but /usr/bin/chromium is missing" >&2; exit 1; }
 
 # npm ci only when node_modules does not match the lock file (npm writes
 # node_modules/.package-lock.json; equal contents mean nothing changed).
