@@ -84,6 +84,8 @@ export class ChatClient extends Emitter {
     this._connecting = undefined;
     /** @type {Promise<void> | undefined} */
     this._loopDone = undefined;
+    /** @type {ClosedError | undefined} why the client ended; sends until the next connect() fail with it */
+    this._ended = undefined;
     for (const chat of opts.chats ?? []) this._tracker.track(chat, 0);
   }
 
@@ -115,6 +117,7 @@ export class ChatClient extends Emitter {
     if (this._running) return this._connecting?.promise ?? Promise.resolve();
     this._running = true;
     this._stopped = false;
+    this._ended = undefined;
     /** @type {any} */
     const c = { settled: false };
     c.promise = new Promise((resolve, reject) => {
@@ -223,6 +226,7 @@ export class ChatClient extends Emitter {
     this._running = false;
     const meaning = closeMeaning(code);
     const err = new ClosedError(`client closed: ${code} ${meaning}${reason ? `: ${reason}` : ''}`, code);
+    this._ended = err;
     this._rejectAll(err);
     if (this._connecting && !this._connecting.settled) {
       this._connecting.settled = true;
@@ -243,7 +247,8 @@ export class ChatClient extends Emitter {
    */
   async close() {
     if (!this._running) {
-      this._rejectAll(new ClosedError());
+      this._ended ??= new ClosedError();
+      this._rejectAll(this._ended);
       return;
     }
     this._stopped = true;
@@ -391,6 +396,9 @@ export class ChatClient extends Emitter {
    */
   _submit(frame) {
     if (!frame.chat) return Promise.reject(new TypeError(`${frame.type}: chat is required`));
+    // Before connect() a send waits for the first connection; after the
+    // client ended it would wait forever.
+    if (this._ended) return Promise.reject(this._ended);
     const had = this._pending.get(frame.cid);
     if (had) return had.promise;
     /** @type {any} */
