@@ -108,6 +108,8 @@ export interface ChatClientOptions {
   ackDelayMs?: number;
   /** How long a frame beyond a gap waits to be filled live before history is asked. Default 200 ms. */
   gapWaitMs?: number;
+  /** Bounds the WebSocket handshake plus the wait for `hello`. Default 10000 ms. */
+  dialTimeoutMs?: number;
   /** Chats to track from seq 0 (whole retained history handed out once). */
   chats?: string[];
   /** List the caller's chats after every hello and track them all. Default true. */

@@ -64,6 +64,7 @@ export class ChatClient extends Emitter {
     this._backoffMax = opts.backoff?.maxMs ?? 10000;
     this._ackDelay = opts.ackDelayMs ?? 50;
     this._gapWait = opts.gapWaitMs ?? 200;
+    this._dialTimeout = opts.dialTimeoutMs ?? 10000;
     this._trackAll = opts.trackAll ?? true;
     this._tracker = new Tracker();
     this._store = new Store(opts.maxKeptPerChat ?? 5000);

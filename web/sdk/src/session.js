@@ -9,7 +9,6 @@ import { tokenExp } from './token.js';
 /** A session must stay up this long after hello for the next reconnect to start from the shortest backoff. */
 export const stableAfterMs = 1000;
 const closeWaitMs = 1000;
-const dialTimeoutMs = 10000;
 const refreshShare = 0.8;
 
 /**
@@ -53,10 +52,16 @@ export class Session {
 
     ws.onmessage = (e) => this._onData(e.data);
     ws.onclose = (e) => this._end(e.code ?? 0, e.reason ?? '');
-    ws.onerror = () => {}; // a close event follows
+    // Browsers follow an error with a close event; Node 20's WebSocket does
+    // not when the dial fails, so a failed dial ends the session here.
+    ws.onerror = () => {
+      if (!this.open) this.abort(1006, 'dial failed');
+    };
+    // A dial may also hang without any event (a connection dropped before
+    // the upgrade's answer, in Node 20): the dial timeout ends it.
     this._timeout(() => {
       if (!this.open) this.abort(0, 'no hello within the dial timeout');
-    }, dialTimeoutMs);
+    }, client._dialTimeout);
   }
 
   /** _timeout runs fn after ms unless the session ends first. */

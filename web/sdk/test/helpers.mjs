@@ -211,7 +211,9 @@ export async function waitFor(cond, ms, what = () => '') {
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Fast options for test clients: short ack window and backoff. */
-export const fast = { ackDelayMs: 10, backoff: { minMs: 20, maxMs: 300 } };
+// A dial through the proxy that is cut before the upgrade's answer gives
+// Node 20's WebSocket no event at all: only the dial timeout ends it.
+export const fast = { ackDelayMs: 10, backoff: { minMs: 20, maxMs: 300 }, dialTimeoutMs: 2000 };
 
 /**
  * stallable returns a WebSocket class whose incoming frames and close are
