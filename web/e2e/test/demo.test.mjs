@@ -5,8 +5,9 @@
 // all 20 exactly once, in order. A third window opens a chat from the URL
 // fragment (#token=T&chat=ID) and pages its history upward.
 //
-// Screenshots go to web/e2e/artifacts/ (alice.png, bob.png, and demo.png
-// with both side by side, the picture the README shows).
+// Screenshots go to web/e2e/artifacts/: alice.png, bob.png and demo.png
+// (both side by side; docs/demo.png, the README's picture, is a copy),
+// bob-offline.png (the reconnect banner), alice-after.png, bob-after.png.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -145,6 +146,43 @@ test('alice and bob chat in two browsers; bob recovers 20 messages after going o
     assert.match((await chip.getAttribute('aria-label')) ?? '', /bob/);
   });
 
+  await t.test('bob creates a group with alice and carol; alice sees it with one unread', async () => {
+    await bob.page.getByTestId('back').click(); // a phone shows one pane at a time
+    await bob.page.getByTestId('new-chat-users').fill('alice, carol');
+    await bob.page.getByTestId('new-chat-title').fill('weekend');
+    await bob.page.getByTestId('create-group').click();
+    await bob.page.getByTestId('chat-title').filter({ hasText: 'weekend' }).waitFor({ timeout: WAIT });
+    await bob.page.getByTestId('compose').fill('who is in for sunday?');
+    await bob.page.getByTestId('compose').press('Enter');
+    const group = alice.page.getByTestId('chat-item').filter({ hasText: 'weekend' });
+    await group.getByTestId('unread').filter({ hasText: '1' }).waitFor({ timeout: WAIT });
+    // alice still reads the direct chat; bob goes back to it.
+    assert.equal(await alice.page.getByTestId('chat-title').textContent(), 'bob');
+    await bob.page.getByTestId('back').click();
+    await bob.page.locator(`[data-testid="chat-item"][data-chat="${chat}"]`).click();
+    await row(bob.page, 'hi bob, edited').waitFor({ timeout: WAIT });
+  });
+
+  await t.test('screenshots of both windows', async () => {
+    // alice is typing, so bob's window shows it too.
+    await alice.page.getByTestId('compose').pressSequentially('see you at 8?', { delay: 120 });
+    await bob.page.getByTestId('typing').filter({ hasText: 'alice is typing…' }).waitFor({ timeout: WAIT });
+    for (const p of [alice.page, bob.page]) await p.mouse.move(0, 0); // no hover actions in the picture
+    const a = await alice.page.screenshot({ path: join(artifacts, 'alice.png') });
+    const b = await bob.page.screenshot({ path: join(artifacts, 'bob.png') });
+    // Both windows side by side in one picture (docs/demo.png is a copy).
+    const frame = await browser.newPage({ viewport: { width: 1000 + 390 + 48, height: 720 + 32 } });
+    await frame.setContent(
+      `<body style="margin:0;padding:16px;background:#c9ced6;display:flex;gap:16px;align-items:flex-start">` +
+        `<img alt="alice" src="data:image/png;base64,${a.toString('base64')}" style="box-shadow:0 2px 8px #0004">` +
+        `<img alt="bob" src="data:image/png;base64,${b.toString('base64')}" style="box-shadow:0 2px 8px #0004">` +
+        `</body>`,
+    );
+    await frame.screenshot({ path: join(artifacts, 'demo.png') });
+    await frame.close();
+    await alice.page.getByTestId('compose').fill('');
+  });
+
   await t.test('bob goes offline while alice sends 20; back online he has all 20 once, in order', async () => {
     const burst = Array.from({ length: 20 }, (_, i) => `burst ${String(i + 1).padStart(2, '0')}`);
     const before = await bob.page.evaluate(() => window.chatdDemo.handedOut.length);
@@ -180,21 +218,8 @@ test('alice and bob chat in two browsers; bob recovers 20 messages after going o
     assert.equal(new Set(got.map((m) => m.id)).size, got.length, 'an id handed out twice');
     // And bob's read reached alice.
     await row(alice.page, 'burst 20').getByTestId('message-state').filter({ hasText: 'read by bob' }).waitFor({ timeout: WAIT });
-  });
-
-  await t.test('screenshots of both windows', async () => {
-    const a = await alice.page.screenshot({ path: join(artifacts, 'alice.png') });
-    const b = await bob.page.screenshot({ path: join(artifacts, 'bob.png') });
-    // Both windows side by side in one picture (for the README).
-    const frame = await browser.newPage({ viewport: { width: 1000 + 390 + 48, height: 720 + 32 } });
-    await frame.setContent(
-      `<body style="margin:0;padding:16px;background:#c9ced6;display:flex;gap:16px;align-items:flex-start">` +
-        `<img alt="alice" src="data:image/png;base64,${a.toString('base64')}" style="box-shadow:0 2px 8px #0004">` +
-        `<img alt="bob" src="data:image/png;base64,${b.toString('base64')}" style="box-shadow:0 2px 8px #0004">` +
-        `</body>`,
-    );
-    await frame.screenshot({ path: join(artifacts, 'demo.png') });
-    await frame.close();
+    await alice.page.screenshot({ path: join(artifacts, 'alice-after.png') });
+    await bob.page.screenshot({ path: join(artifacts, 'bob-after.png') });
   });
 
   await t.test('#token=T&chat=ID opens the chat with history, and scrolling up pages older messages', async () => {
