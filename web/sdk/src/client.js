@@ -128,7 +128,11 @@ export class ChatClient extends Emitter {
     c.promise.catch(() => {}); // the loop settles it; an unobserved rejection is no crash
     this._connecting = c;
     this._setState({ state: 'connecting' });
-    this._loopDone = this._loop();
+    this._loopDone = this._loop().catch((err) => {
+      // A bug, not a network failure: say so and end rather than spin.
+      this._emit('error', err);
+      this._finish(0, `client failed: ${err?.message ?? err}`);
+    });
     return c.promise;
   }
 

@@ -190,8 +190,13 @@ export class Session {
     };
     this._timeout(tick, ping);
     this.c._onOpen(this);
-    this._refresh();
-    this.syncer.run();
+    for (const worker of [() => this._refresh(), () => this.syncer.run()]) {
+      worker().catch((err) => {
+        // A worker that fails ends the session; the next one starts afresh.
+        this.c._emit('error', err);
+        this.abort(0, `session worker failed: ${err?.message ?? err}`);
+      });
+    }
   }
 
   // --- token refresh in-band (docs/protocol.md "Token lifetime on an open WebSocket")
