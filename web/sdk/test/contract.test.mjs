@@ -150,7 +150,7 @@ test('token refresh keeps the session: same connection past the first token\'s e
 });
 
 test('a fixed token that expires ends the client with 4401', { timeout: 20000 }, async () => {
-  const tok = await srv.token('una', { ttl: '2s' });
+  const tok = await srv.token('una', { ttl: '3s' });
   const u = await client('una', { token: tok });
   const ru = record(u);
   await u.connect();
@@ -239,4 +239,24 @@ test('v2: typing and presence reach the other member', { timeout: 20000 }, async
   assert.deepEqual(rj.typing[0], { chat, user: 'ida' });
   await j.close();
   await waitFor(() => ra.presence.some((p) => p.user === 'jon' && !p.online && p.lastSeen), 5000, () => JSON.stringify(ra.presence));
+});
+
+test('closed with 4401 at exp, a client with a token function signs in again with a fresh token and resyncs', { timeout: 20000 }, async () => {
+  // exp is in whole seconds: a 3 s token lives 2 to 3 s, time for the dial and the first sync.
+  const old = await srv.token('vic', { ttl: '3s' });
+  let fresh = false; // the token function hands out the old token until the session is gone
+  const v = await client('vic', { token: async () => (fresh ? srv.token('vic', { ttl: '1h' }) : old) });
+  const rv = record(v);
+  v.on('state', (s) => {
+    if (s.state === 'reconnecting') fresh = true;
+  });
+  const a = await client('val');
+  await Promise.all([v.connect(), a.connect()]);
+  const chat = (await a.directChat('vic')).id;
+  await waitFor(() => rv.states.some((s) => s.state === 'reconnecting'), 8000, () => JSON.stringify(rv.states));
+  await a.send(chat, 'after the expiry');
+  await waitFor(() => rv.of(chat).length === 1, 8000, () => JSON.stringify(rv.states));
+  const cut = rv.states.find((s) => s.state === 'reconnecting');
+  assert.equal(cut.code, 4401, JSON.stringify(rv.states));
+  assert.equal(v.state, 'open');
 });
