@@ -260,3 +260,23 @@ test('closed with 4401 at exp, a client with a token function signs in again wit
   assert.equal(cut.code, 4401, JSON.stringify(rv.states));
   assert.equal(v.state, 'open');
 });
+
+test('history pages upward from the newest, oldest first within a page, until no more', { timeout: 20000 }, async () => {
+  const a = await client('kit');
+  await a.connect();
+  const chat = (await a.directChat('lou')).id;
+  const ids = [];
+  for (let i = 0; i < 7; i++) ids.push((await a.send(chat, `h${i}`)).id);
+  const pages = [];
+  let before;
+  for (;;) {
+    const page = await a.history(chat, { before, limit: 3 });
+    pages.push(page.messages.map((m) => m.body));
+    if (!page.more) break;
+    before = page.messages[0].seq;
+  }
+  assert.deepEqual(pages, [['h4', 'h5', 'h6'], ['h1', 'h2', 'h3'], ['h0']]);
+  const one = await a.message(chat, ids[3]);
+  assert.equal(one.body, 'h3');
+  assert.equal(one.seq, 4);
+});
