@@ -26,6 +26,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "node/npm not found; installing Debian's nodejs and npm..." >&2
   apt_install nodejs npm
 fi
+# playwright-core and the SDK need Node 20 or later.
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+  echo "node $(node --version) is too old for the web tests: they need Node 20 or later" >&2
+  exit 1
+fi
 
 # Debian's chromium without recommends (they pull in avahi, samba, cups
 # helpers); the fonts are what a page needs to render text and emoji.
