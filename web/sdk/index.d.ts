@@ -163,6 +163,8 @@ export class APIError extends Error {
   readonly name: 'APIError';
   readonly status: number;
   readonly code: string;
+  /** The answer's Retry-After (429, 503), in ms. */
+  readonly retryAfterMs?: number;
 }
 
 /** The client was closed (or a call needs a live connection and there is none). */

@@ -24,6 +24,8 @@ export class APIError extends Error {
     this.name = 'APIError';
     this.status = status;
     this.code = code;
+    /** @type {number | undefined} the answer's Retry-After (429, 503), in ms */
+    this.retryAfterMs = undefined;
   }
 }
 
