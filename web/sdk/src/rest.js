@@ -8,6 +8,9 @@ import { toEvent, toMessage } from './state.js';
 
 const enc = encodeURIComponent;
 
+/** A REST call that takes longer is abandoned (pkg/client's HTTP timeout): a black-holed path must not stall the history sync for good. */
+const restTimeoutMs = 30000;
+
 export class Rest {
   /**
    * @param {() => string} base REST base URL (no trailing slash)
@@ -32,6 +35,7 @@ export class Rest {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(restTimeoutMs),
     });
     const text = await resp.text();
     if (!resp.ok) {
