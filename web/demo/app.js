@@ -214,6 +214,7 @@ function wire(c) {
 
   c.on('message', (m) => {
     handedOut.push({ chat: m.chat, id: m.id, seq: m.seq, from: m.from, body: m.body });
+    if (handedOut.length > 10000) handedOut.splice(0, 1000); // a long session stays small
     const ch = S.chats.get(m.chat);
     if (!ch) {
       refreshChats(); // a chat someone else just made: the list names it
