@@ -34,6 +34,7 @@ test('two users chat both ways: each sees every message once, in seq order', { t
   const ra = record(a), rb = record(b);
   await Promise.all([a.connect(), b.connect()]);
   const chat = (await a.directChat('ben')).id;
+  const acks0 = await srv.metric('chatd_push_acks_total');
   const sent = [];
   for (let i = 0; i < 10; i++) {
     sent.push(await a.send(chat, `a${i}`));
@@ -51,6 +52,8 @@ test('two users chat both ways: each sees every message once, in seq order', { t
   assert.deepEqual(via(ra, 'ann'), new Set(['self']));
   assert.deepEqual(via(ra, 'ben'), new Set(['live']));
   assert.equal(a.position(chat), 20);
+  // Duty 1: each delivery was acked (10 to each side), so chatd let go of it.
+  await waitFor(async () => (await srv.metric('chatd_push_acks_total')) - acks0 >= 20, 5000, () => 'deliveries not acked');
 });
 
 test('a resend with the same cid is stored once and answered duplicate', { timeout: 20000 }, async () => {
