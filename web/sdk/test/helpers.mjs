@@ -1,7 +1,7 @@
 // Test helpers: a real chatd in embedded mode, tokens from `chatd token`, a
 // TCP proxy that cuts connections, and a recorder of what a client hands out.
 import { spawn, execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,10 @@ export async function startChatd(flags = []) {
   const bin = process.env.CHATD_BIN;
   assert.ok(bin, 'CHATD_BIN is not set: run the tests with `npm test` (test/run.mjs builds chatd)');
   const dir = await mkdtemp(join(tmpdir(), 'chatd-sdk-'));
+  // mkdtemp makes it 0700; run as root, chatd's PostgreSQL (the postgres
+  // user) could not enter it and would keep its cluster under /var/lib/chatd,
+  // out of reach of the cleanup below.
+  await chmod(dir, 0o755);
   const port = await freePort();
   const addr = `127.0.0.1:${port}`;
   const proc = spawn(bin, ['--data-dir', dir, '--listen', addr, '--log-level', 'warn', ...flags], {
@@ -44,6 +48,10 @@ export async function startChatd(flags = []) {
   let log = '';
   proc.stderr.on('data', (d) => (log = (log + d).slice(-20000)));
   const exited = new Promise((r) => proc.once('exit', r));
+  // If the runner exits without its after hooks (a timeout, an uncaught
+  // error), chatd still gets its SIGTERM and stops its PostgreSQL.
+  const onExit = () => proc.kill('SIGTERM');
+  process.once('exit', onExit);
   const url = `http://${addr}`;
   const deadline = Date.now() + 60000;
   for (;;) {
@@ -80,6 +88,7 @@ export async function startChatd(flags = []) {
     log: () => log,
     /** stop ends chatd with SIGTERM (so it stops its PostgreSQL) and removes its data. */
     async stop() {
+      process.off('exit', onExit);
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
         const t = setTimeout(() => proc.kill('SIGKILL'), 15000);
