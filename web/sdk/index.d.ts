@@ -44,9 +44,9 @@ export interface ChatEvent {
 }
 
 export interface Update {
-  /** The target message's new state. Not every message is known to the SDK
-   * (e.g. older than what it synced); then `message` is what the server
-   * returned on re-read, or undefined if that failed. */
+  /** The target message's new state; undefined when the SDK holds no state for it (it was
+   * neither handed out nor read through history() or message(), e.g. a chat tracked from a
+   * later seq): apply `event` yourself, or read the message with message(). */
   message: Message | undefined;
   /** The event that changed it. */
   event: ChatEvent;

@@ -534,12 +534,29 @@ export class ChatClient extends Emitter {
       if (!ch) throw new APIError(404, 'not_found', `chat ${chat} is not one of yours`);
       before = Math.max(ch.last_seq, this._tracker.contiguous(chat) ?? 0) + 1;
     }
-    return pageUp(this._rest, chat, before, Math.min(Math.max(opts.limit ?? 50, 1), 1000));
+    const page = await pageUp(this._rest, chat, before, Math.min(Math.max(opts.limit ?? 50, 1), 1000));
+    this._keep(page.messages);
+    return page;
+  }
+
+  /**
+   * _keep stores the state of messages read over REST that the SDK holds
+   * none for, so later events about them come with an `update` message.
+   * The state read is current as of the read; events handed out after it
+   * that are older set again what they set before (see applyEvent), so the
+   * state still ends right.
+   * @param {import('../index.js').Message[]} msgs
+   */
+  _keep(msgs) {
+    for (const m of msgs) if (!this._store.get(m.chat, m.id)) this._store.put(copyMessage(m));
   }
 
   /** message reads one message with its current state. @param {string} chat @param {string} mid */
   async message(chat, mid) {
-    return toMessage(await this._rest.message(chat, mid));
+    const raw = await this._rest.message(chat, mid);
+    const m = toMessage(raw);
+    if (!raw.kind || raw.kind === 'message') this._keep([m]);
+    return m;
   }
 
   /**

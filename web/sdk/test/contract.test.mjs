@@ -283,3 +283,21 @@ test('history pages upward from the newest, oldest first within a page, until no
   assert.equal(one.body, 'h3');
   assert.equal(one.seq, 4);
 });
+
+test('a chat tracked from its last seq: messages read through history() get updates with their state', { timeout: 20000 }, async () => {
+  const a = await client('max');
+  await a.connect();
+  const chat = (await a.directChat('ned')).id;
+  const m = await a.send(chat, 'old news');
+  const n = await client('ned', { trackAll: false });
+  const rn = record(n);
+  await n.connect();
+  const last = (await n.listChats()).find((c) => c.id === chat).last_seq;
+  n.track(chat, last); // as an app that shows only what comes next
+  const page = await n.history(chat);
+  assert.deepEqual(page.messages.map((x) => x.id), [m.id]);
+  await a.edit(chat, m.id, 'old news, edited');
+  await waitFor(() => rn.updates.length === 1, 5000);
+  assert.equal(rn.updates[0].message?.body, 'old news, edited');
+  assert.equal(rn.of(chat).length, 0, 'nothing before the resume point is handed out');
+});
