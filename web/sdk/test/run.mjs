@@ -8,6 +8,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 20 || (major === 20 && minor < 10)) {
+  // Node 18 (Debian bookworm's nodejs) has no WebSocket at all.
+  console.error(`node ${process.versions.node}: the SDK's tests need Node >= 20.10 (its WebSocket)`);
+  process.exit(1);
+}
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../../..');
 const env = { ...process.env };
