@@ -4,7 +4,8 @@
 // (Chromium's network emulation) while alice sends 20, comes back, and sees
 // all 20 exactly once, in the chat's seq order (the order alice's window
 // shows too: sends in flight together may commit in another order than typed). A third window opens a chat from the URL
-// fragment (#token=T&chat=ID) and pages its history upward.
+// fragment (#token=T&chat=ID) and pages its history upward; last, alice
+// deletes a message and both windows show it deleted.
 //
 // Screenshots go to web/e2e/artifacts/: alice.png, bob.png and demo.png
 // (both side by side; docs/demo.png, the README's picture, is a copy),
@@ -262,6 +263,21 @@ test('alice and bob chat in two browsers; bob recovers 20 messages after going o
     const seqs = await page.getByTestId('message').evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
     for (let i = 1; i < seqs.length; i++) assert.ok(seqs[i] > seqs[i - 1], `rows out of seq order at ${i}: ${seqs}`);
     await context.close();
+  });
+
+  await t.test('alice deletes a message; both see it deleted', async () => {
+    // 'rest 35' came from alice's other device (the REST calls above), so
+    // it is hers to delete here too.
+    const mine = row(alice.page, 'rest 35');
+    await mine.waitFor({ timeout: WAIT });
+    const id = await mine.getAttribute('data-id');
+    await mine.hover();
+    await mine.getByTestId('delete').click();
+    for (const p of [alice.page, bob.page]) {
+      const gone = p.locator(`[data-testid="message"][data-id="${id}"]`);
+      await gone.getByTestId('message-body').filter({ hasText: 'message deleted' }).waitFor({ timeout: WAIT });
+      assert.equal(await gone.getByTestId('edit').count(), 0, 'a deleted message offers edit');
+    }
   });
 
   assert.deepEqual([...alice.errors, ...bob.errors].map(String), [], 'errors on the pages');
