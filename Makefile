@@ -5,7 +5,7 @@ DATA_DIR  ?= ./data
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: run build test lint deps fuzz bench clean cluster cluster-down
+.PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -16,11 +16,13 @@ build:
 	$(GO) build -o bin/chatd ./cmd/chatd
 	@if [ -d cmd/chatload ]; then $(GO) build -o bin/chatload ./cmd/chatload; fi
 
-## run: start chatd with embedded NATS and a managed PostgreSQL under $(DATA_DIR)
+## run: start chatd with embedded NATS and a managed PostgreSQL under $(DATA_DIR),
+## with the development login on so the demo at / signs in by name
 run: deps build
 	@echo "chatd: http://$(LISTEN)  (ready when /readyz answers 200)"
+	@echo "demo:  http://$(LISTEN)/  (sign in with any name: --dev-login, development only)"
 	@echo "token: ./bin/chatd token alice --data-dir $(DATA_DIR)"
-	./bin/chatd --listen $(LISTEN) --data-dir $(DATA_DIR)
+	./bin/chatd --listen $(LISTEN) --data-dir $(DATA_DIR) --dev-login
 
 ## cluster: three nats-server, one PostgreSQL and three chatd as local processes (docs/cluster.md)
 cluster: deps build
@@ -37,10 +39,21 @@ lint:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-## test: lint, then every test with the race detector, then a short fuzz run
+## test: lint, then every test with the race detector, a short fuzz run, and
+## the web tests (SDK against a real chatd, the demo in headless Chromium)
 test: deps lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	$(MAKE) test-web
+
+## deps-web: install what the web tests need (Debian's chromium, npm packages)
+deps-web:
+	@scripts/ensure-web.sh
+
+## test-web: the JavaScript SDK's tests and the browser tests, against bin/chatd
+test-web: deps deps-web build
+	cd web/sdk && CHATD_BIN=$(CURDIR)/bin/chatd npm test
+	cd web/e2e && CHATD_BIN=$(CURDIR)/bin/chatd npm test
 
 ## fuzz: fuzz the WebSocket frame decoder and encoders (pkg/wire), and the
 ## stream envelope's encoder and decoder against encoding/json, $(FUZZTIME) each

@@ -47,6 +47,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, "alias of --jwt-user-claim")
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
 	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
+	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, "DEVELOPMENT ONLY: POST /api/dev/login hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); off: 404")
 	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
 	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded")
 	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)")

@@ -45,3 +45,27 @@ func TestReadTimeoutDefaultIsShort(t *testing.T) {
 		t.Fatalf("default --http-read-timeout %v, want above 0 and under 15s", d)
 	}
 }
+
+// The development login is off unless the flag or CHATD_DEV_LOGIN asks.
+func TestDevLoginFlag(t *testing.T) {
+	parse := func(args ...string) bool {
+		var s settings
+		fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := registerFlags(fs, &s)
+		if err := fs.Parse(args); err != nil || len(f.errs) > 0 {
+			t.Fatal(err, f.errs)
+		}
+		return s.node.DevLogin
+	}
+	if parse() {
+		t.Error("dev login on by default, want off")
+	}
+	if !parse("--dev-login") {
+		t.Error("--dev-login did not turn it on")
+	}
+	t.Setenv("CHATD_DEV_LOGIN", "true")
+	if !parse() {
+		t.Error("CHATD_DEV_LOGIN=true did not turn it on")
+	}
+}

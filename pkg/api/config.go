@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -79,7 +80,18 @@ type Config struct {
 	// Origin (non-browser clients) or whose Origin's host equals the Host
 	// header (same origin): the library default of "any origin" would let any
 	// web page use a visitor's token, so we never default to it.
+	// The same list answers CORS for /api, so a page of a listed origin
+	// may call REST too (see corsHandler).
 	AllowedOrigins []string
+	// Demo is the browser demo app served at / (index.html is the page for
+	// a path ending in /), and SDK the JavaScript SDK's ES modules served
+	// under /sdk/. Both are read once by New. Nil means not served (404).
+	Demo fs.FS
+	SDK  fs.FS
+	// DevLogin enables POST /api/dev/login, which hands a token for any
+	// user name to anyone who asks: for local development and the demo
+	// only. False (the default) answers the route 404.
+	DevLogin bool
 	// Limits are the per-connection limits, announced in `hello`.
 	Limits Limits
 	// OutboundQueue bounds each connection's queue of frames waiting for its

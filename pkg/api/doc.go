@@ -2,7 +2,9 @@
 // (auth on upgrade, hello, send → accepted/rejected, acks, read receipts,
 // keepalive, per-connection limits and close codes), the REST calls of the
 // wire contract (chats, members, history, REST send), health and readiness,
-// and the Prometheus endpoint.
+// the Prometheus endpoint, and for browsers: CORS for the allowed origins,
+// the embedded demo app and JavaScript SDK (static.go), and the development
+// login that exists only when configured (dev_login.go).
 //
 // It is the only package that knows HTTP and WebSocket, and the only one
 // that maps the domain errors of package chatd to HTTP statuses, `rejected`

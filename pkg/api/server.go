@@ -34,6 +34,8 @@ type Server struct {
 	gw       *gateway
 	// members caches chats' member lists for typing and receipts.
 	members *memberCache
+	// static holds the demo's and the SDK's files, read once in New.
+	static staticFiles
 
 	// unready makes /readyz fail; set by Unready, first step of shutdown.
 	unready atomic.Bool
@@ -65,6 +67,13 @@ func New(cfg Config) (*Server, error) {
 		verifier: newVerifier(cfg.JWTSecret, keys, cfg.Now),
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
+	}
+	s.static = staticFiles{}
+	if err := s.static.load(cfg.Demo, ""); err != nil {
+		return nil, err
+	}
+	if err := s.static.load(cfg.SDK, "/sdk"); err != nil {
+		return nil, err
 	}
 	s.gw = newGateway(s)
 	s.members = newMemberCache(cfg.Chats, cfg.Now)
@@ -100,6 +109,13 @@ func (s *Server) routes() {
 	// Before the /api group, whose middleware would ask for a token.
 	s.app.Get("/api/openapi.yaml", s.openAPI)
 
+	// CORS before authentication: a preflight carries no token.
+	if h := corsHandler(s.cfg.AllowedOrigins); h != nil {
+		s.app.Use("/api", h)
+	}
+	// Registered before the group so that it needs no token; it answers
+	// 404 itself unless DevLogin is set.
+	s.app.Post("/api/dev/login", s.devLogin)
 	api := s.app.Group("/api", s.requireAuth, s.limitREST)
 	api.Post("/chats", s.createChat)
 	api.Post("/chats/direct", s.directChat)
@@ -111,6 +127,9 @@ func (s *Server) routes() {
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 	api.Get("/presence", s.presence)
+
+	// Last, so no file can shadow an API route.
+	s.app.Get("/*", s.serveStatic)
 }
 
 // App is the Fiber app, for tests (app.Test) and for embedding.

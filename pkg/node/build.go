@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/web"
 )
 
 // streamHeaderRoom is what a stream message's headers may take of NATS's max
@@ -91,6 +92,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		JWKS:           cfg.JWKS,
 		AllowedOrigins: cfg.AllowedOrigins,
 		AdminUsers:     cfg.AdminUsers,
+		Demo:           web.Demo(),
+		SDK:            web.SDK(),
+		DevLogin:       cfg.DevLogin,
 		ReadTimeout:    cfg.HTTPReadTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes,
 		MaxConnections: cfg.MaxConnections,

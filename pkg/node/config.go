@@ -76,6 +76,10 @@ type Config struct {
 	AllowedOrigins []string
 	// AdminUsers may read /api/admin/outbox.
 	AdminUsers []string
+	// DevLogin enables POST /api/dev/login, a token for any user name to
+	// whoever asks (see api.Config.DevLogin): for `make run` and the
+	// browser tests only, never in production. False: the route is 404.
+	DevLogin bool
 	// HTTPReadTimeout, MaxHeaderBytes and MaxConnections bound the HTTP
 	// edge (see api.Config's ReadTimeout, MaxHeaderBytes, MaxConnections).
 	// Zero takes the api defaults: 10 s, 4 KiB, 10000.
