@@ -11,9 +11,10 @@ FUZZTIME  ?= 10s
 deps:
 	@scripts/ensure-postgres.sh
 
-## build: compile chatd and chatload into ./bin
+## build: compile chatd and chatload into ./bin. -buildvcs=auto stamps the git
+## revision that `chatd --version` prints, even where GOFLAGS turns it off.
 build:
-	$(GO) build -o bin/chatd ./cmd/chatd
+	$(GO) build -buildvcs=auto -o bin/chatd ./cmd/chatd
 	@if [ -d cmd/chatload ]; then $(GO) build -o bin/chatload ./cmd/chatload; fi
 
 ## run: start chatd with embedded NATS and a managed PostgreSQL under $(DATA_DIR),
