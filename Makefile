@@ -5,7 +5,7 @@ DATA_DIR  ?= ./data
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down
+.PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down check-deploy
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -40,9 +40,9 @@ lint:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-## test: lint, then every test with the race detector, a short fuzz run, and
-## the web tests (SDK against a real chatd, the demo in headless Chromium)
-test: deps lint
+## test: lint, the deploy/ checks, then every test with the race detector, a short
+## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium)
+test: deps lint check-deploy
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) test-web
@@ -65,6 +65,25 @@ fuzz:
 ## bench: Go benchmarks of the hot paths (chatload is the system benchmark)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## check-deploy: lint and render the Helm chart, check and unit-test the alert
+## rules, verify the systemd unit (helm and promtool are built once into
+## GOPATH/bin by scripts/ensure-deploy-tools.sh; docs/operations.md)
+DEPLOY_BIN = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+CHART      = deploy/helm/chatd
+check-deploy: build
+	@scripts/ensure-deploy-tools.sh >/dev/null
+	$(DEPLOY_BIN)/helm lint --strict $(CHART) -f $(CHART)/ci/inline-values.yaml
+	$(DEPLOY_BIN)/helm lint --strict $(CHART) -f $(CHART)/ci/external-values.yaml
+	$(DEPLOY_BIN)/helm template chatd $(CHART) -f $(CHART)/ci/inline-values.yaml >/dev/null
+	$(DEPLOY_BIN)/helm template chatd $(CHART) -f $(CHART)/ci/external-values.yaml >/dev/null
+	@if $(DEPLOY_BIN)/helm template chatd $(CHART) -f $(CHART)/ci/inline-values.yaml \
+	    --set terminationGracePeriodSeconds=15 >/dev/null 2>&1; then \
+	  echo "$(CHART) rendered a grace period shorter than its drain"; exit 1; fi
+	$(DEPLOY_BIN)/promtool check config deploy/prometheus/prometheus.yml
+	$(DEPLOY_BIN)/promtool check rules deploy/prometheus/alerts.yaml
+	$(DEPLOY_BIN)/promtool test rules deploy/prometheus/alerts_test.yaml
+	deploy/systemd/verify.sh bin/chatd
 
 clean:
 	rm -rf bin
