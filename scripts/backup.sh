@@ -13,10 +13,6 @@
 set -euo pipefail
 . "$(dirname "$0")/cluster-pglib.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
 [ $# -eq 3 ] || usage
 mode=$1 src=$2 out=$3
 bindir=$(pg_bindir)

@@ -107,3 +107,10 @@ managed_pg_dir() {
 		echo "$req"
 	fi
 }
+
+# usage prints the calling script's header comment (its lines 2 up to the
+# `set -euo` line) as its help, and exits 2.
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}

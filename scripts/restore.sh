@@ -14,10 +14,6 @@
 set -euo pipefail
 . "$(dirname "$0")/cluster-pglib.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
-}
 [ $# -eq 3 ] || usage
 mode=$1 dst=$2 in=$3
 [ -r "$in" ] || { echo "restore: cannot read $in" >&2; exit 1; }
