@@ -112,6 +112,7 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 type loadRun struct {
 	fired, backlogDropped int64
 	cpuStart, cpuStop     float64
+	marksStart, marksStop cpuMarks
 	elapsed               time.Duration
 	stoppedAt             time.Time
 }
@@ -121,6 +122,7 @@ type loadRun struct {
 func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mon *monitor, proc procSampler) loadRun {
 	var run loadRun
 	_, run.cpuStart, _ = proc.sample(ctx)
+	run.marksStart = readCPUMarks(rec.accepted.Load())
 	start := time.Now()
 	rec.measureFrom.Store(rec.since(start.Add(cfg.Warmup)))
 	mon.setPhase("warmup")
@@ -138,6 +140,7 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mo
 	run.elapsed = run.stoppedAt.Sub(start)
 	fl.stopLoad()
 	_, run.cpuStop, _ = proc.sample(ctx)
+	run.marksStop = readCPUMarks(rec.accepted.Load())
 	return run
 }
 
@@ -214,6 +217,7 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 	if run.elapsed > 0 {
 		r.CPUCores = r.CPUSeconds / run.elapsed.Seconds()
 	}
+	r.CPUPerMessage = perMessage(run.marksStart, run.marksStop, r.CPUSeconds)
 	if t.embedded {
 		r.ProcNote = fmt.Sprintf("%s embedded mode: these numbers include the load generator's own cost; target a separate chatd (--url, --pid) for chatd alone", r.ProcNote)
 	}

@@ -65,12 +65,15 @@ type Report struct {
 	OutboxDrained    bool    `json:"outbox_drained"`
 	OutboxDrainS     float64 `json:"outbox_drain_seconds"`
 
-	ProcSource    string  `json:"process_source"`
-	ProcNote      string  `json:"process_note,omitempty"`
-	PeakRSS       int64   `json:"peak_rss_bytes"`
-	CPUSeconds    float64 `json:"cpu_seconds_load"` // during warm-up + load
-	CPUCores      float64 `json:"cpu_cores_load"`
-	RSSPerConnKiB float64 `json:"rss_per_connection_kib,omitempty"`
+	ProcSource string  `json:"process_source"`
+	ProcNote   string  `json:"process_note,omitempty"`
+	PeakRSS    int64   `json:"peak_rss_bytes"`
+	CPUSeconds float64 `json:"cpu_seconds_load"` // during warm-up + load
+	CPUCores   float64 `json:"cpu_cores_load"`
+	// CPUPerMessage is each party's CPU per accepted message over the same
+	// span (PostgreSQL: every local process named postgres).
+	CPUPerMessage *cpuCost `json:"cpu_per_accepted,omitempty"`
+	RSSPerConnKiB float64  `json:"rss_per_connection_kib,omitempty"`
 
 	// Mixed is the mixed scenario's part; absent in the others.
 	Mixed *MixedReport `json:"mixed,omitempty"`
@@ -126,6 +129,9 @@ func (r *Report) writeText(w io.Writer) {
 		p("outbox            not observed: %s", r.OutboxNote)
 	}
 	p("chatd process     peak RSS %s, CPU %.1f s (%.2f cores) — %s", mib(r.PeakRSS), r.CPUSeconds, r.CPUCores, r.ProcSource)
+	if r.CPUPerMessage != nil {
+		p("CPU per accepted  %s (warm-up and load, from /proc and getrusage)", r.CPUPerMessage)
+	}
 	if r.ProcNote != "" {
 		p("                  %s", r.ProcNote)
 	}

@@ -25,6 +25,11 @@ func TestSmokePairs(t *testing.T) {
 	if rep.SendToAccepted.Count == 0 || rep.SendToDelivered.Count == 0 {
 		t.Errorf("got latency counts %d/%d, want both > 0", rep.SendToAccepted.Count, rep.SendToDelivered.Count)
 	}
+	// The embedded chatd's managed PostgreSQL runs here, so every party's
+	// CPU per message is measured.
+	if c := rep.CPUPerMessage; c == nil || c.ChatdUS <= 0 || c.PostgresUS <= 0 || c.ChatloadUS <= 0 {
+		t.Errorf("CPU per accepted message: got %+v, want chatd, PostgreSQL and chatload all > 0", c)
+	}
 	if !rep.OutboxObserved || !rep.OutboxDrained {
 		t.Errorf("outbox observed=%v drained=%v (%s), want both", rep.OutboxObserved, rep.OutboxDrained, rep.OutboxNote)
 	}
