@@ -3,6 +3,7 @@ package chatd
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/chatd/chatd/internal/jsonfast"
 )
@@ -87,9 +88,14 @@ func EncodeEnvelope(e *Envelope) ([]byte, error) {
 // never differs from it (FuzzDecodeEnvelope holds the two equal).
 func DecodeEnvelope(data []byte) (Envelope, error) {
 	var e Envelope
-	p := jsonfast.NewParser(data)
-	if p.Object(func(key []byte) bool { return envelopeField(p, key, &e) }) && p.End() {
-		return e, nil
+	// The fast path copies string bytes as they are; encoding/json replaces
+	// invalid UTF-8 (EncodeEnvelope never writes it, but a decoder must not
+	// trust that), so such data is left to it.
+	if utf8.Valid(data) {
+		p := jsonfast.NewParser(data)
+		if p.Object(func(key []byte) bool { return envelopeField(p, key, &e) }) && p.End() {
+			return e, nil
+		}
 	}
 	e = Envelope{}
 	err := json.Unmarshal(data, &e)

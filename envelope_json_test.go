@@ -51,6 +51,7 @@ func TestDecodeEnvelopeAgreesWithEncodingJSON(t *testing.T) {
 		`{"msg":{"edited_at":"2026-11-30T19:00:00Z","deleted":true,"reactions":{"x":["a"]}}}`,
 		`{"msg":{"id":"a"},"msg":{"cid":"b"}}`, `{"to":["a"],"to":["b","c"]}`, `{"to":[]}`, `{"to":null}`,
 		`{"Outbox_ID":5}`, `{"MSG":{"ID":"x"}}`, `{"extra":1,"device":"d"}`,
+		"{\"device\":\"\x94\"}", "{\"msg\":{\"body\":\"a\xffb\"}}",
 		`{"device":"d"} x`, `{"device":"d"`, `[]`, `null`, ``, `{"to":["a",]}`,
 	} {
 		sameEnvelopeDecode(t, []byte(in))

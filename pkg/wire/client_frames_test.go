@@ -231,12 +231,14 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"ping"}`, `{"type":"x"}`, `[]`, `nul`, "\xff", `{"type":"send","body":"\u2028\ud800"}`,
 		`{"type":"send","chat":"c1","cid":"k1","body":"a\"b","meta":{"k":[1,"}"]}}`,
 		`{"type":"react","chat":"c","cid":"k","target":"m","emoji":"x","on":true,"TYPE":"ack"}`,
+		`{"type":"msg","id":"m","cid":"k","chat":"c","from":"a","body":"h\u003ci","seq":3,"ts":"2026-11-30T19:00:00.5Z","kind":"edit","target":"t"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := wire.DecodeClientFrame(data, testMaxFrame)
 		sameAsEncodingJSON(t, data, got, err)
+		sameServerFrameAsEncodingJSON(t, data)
 		if err == nil {
 			again, err := wire.DecodeClientFrame(wire.AppendClientFrame(nil, &got), 1<<20)
 			if err != nil {
@@ -348,5 +350,39 @@ func TestFastDecoderAgreesWithEncodingJSON(t *testing.T) {
 	} {
 		got, err := wire.DecodeClientFrame([]byte(in), testMaxFrame)
 		sameAsEncodingJSON(t, []byte(in), got, err)
+	}
+}
+
+// sameServerFrameAsEncodingJSON fails unless DecodeServerFrame's answer for
+// data equals the encoding/json path's alone.
+func sameServerFrameAsEncodingJSON(t *testing.T, data []byte) {
+	t.Helper()
+	var got, want wire.ServerFrame
+	err := wire.DecodeServerFrame(data, &got)
+	wantErr := wire.DecodeServerFrameSlow(data, &want)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("decoding server frame %q: fast path gave %+v, %v; encoding/json gives %+v, %v", data, got, err, want, wantErr)
+	}
+}
+
+// Server frames the fast path takes and the ones it leaves to encoding/json
+// decode exactly as encoding/json alone does.
+func TestFastServerDecoderAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"msg","id":"m","cid":"k","chat":"c","from":"a","body":"hi","seq":3,"ts":"2026-11-30T19:00:00.123456789Z"}`,
+		`{"type":"msg","id":"m","chat":"c","seq":4,"ts":"2026-11-30T19:00:00Z","kind":"react","target":"t","emoji":"👍","on":false}`,
+		`{"type":"msg","id":"m","chat":"c","seq":5,"ts":"2026-11-30T19:00:00Z","meta":{"a":[1,"}"]},"edited_at":"2026-11-30T19:00:01+02:00","deleted":true}`,
+		`{"type":"msg","id":"m","reactions":{"x":["a"]}}`,
+		`{"type":"accepted","cid":"k","id":"m","seq":7,"ts":"2026-11-30T19:00:00Z"}`,
+		`{"type":"rejected","cid":"k","code":"overloaded","error":"full"}`,
+		`{"type":"receipt","chat":"c","user":"b","upto":"m","seq":9}`,
+		`{"type":"presence","user":"b","online":false,"last_seen":"2026-11-30T19:00:00Z"}`,
+		`{"type":"hello","user":"a","device":"d","limits":{"max_pending":20}}`,
+		`{"type":"authed","exp":1764529200}`,
+		`{"type":"msg","seq":1.5}`, `{"type":"msg","seq":"1"}`, `{"type":"msg","ts":"noon"}`, `{"type":"msg","ts":null}`,
+		`{"type":"msg","on":null}`, `{"Type":"msg"}`, `{"type":"msg","extra":1}`, `{"type":"msg"} x`, `{"type":"msg"`,
+		`{"type":"msg","body":"\ud83d\ude00"}`, `{"type":"msg","body":"a\nb\u00e9"}`, `[]`, `null`, ``,
+	} {
+		sameServerFrameAsEncodingJSON(t, []byte(in))
 	}
 }

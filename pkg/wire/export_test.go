@@ -5,3 +5,8 @@ package wire
 func DecodeClientFrameSlow(data []byte, maxFrameBytes int) (ClientFrame, error) {
 	return decodeClientFrame(data, maxFrameBytes, false)
 }
+
+// DecodeServerFrameSlow is DecodeServerFrame through encoding/json alone.
+func DecodeServerFrameSlow(data []byte, f *ServerFrame) error {
+	return decodeServerFrame(data, f, false)
+}

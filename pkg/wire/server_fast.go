@@ -1,0 +1,90 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/jsonfast"
+)
+
+// decodeServerFast fills f from data without reflection, for the frames a
+// client reads once per delivery (msg, accepted, receipt, typing,
+// presence): one object whose keys are exactly the field names, with
+// scalar values. Anything else (hello's nested limits, reaction sets on
+// history reads, unknown or case-folded keys, nulls) reports false, and the
+// caller decodes with encoding/json, so the result never differs from it;
+// FuzzDecodeFrame checks that the two agree. The Go client and chatload
+// decode every delivery through here.
+func decodeServerFast(data []byte, f *ServerFrame) bool {
+	p := jsonfast.NewParser(data)
+	return p.Object(func(key []byte) bool { return serverField(p, key, f) }) && p.End()
+}
+
+func serverField(p *jsonfast.Parser, key []byte, f *ServerFrame) bool {
+	var ok bool
+	switch string(key) {
+	case "type":
+		var s string
+		s, ok = p.String()
+		f.Type = FrameType(s)
+	case "user":
+		f.User, ok = p.String()
+	case "device":
+		f.Device, ok = p.String()
+	case "cid":
+		f.CID, ok = p.String()
+	case "id":
+		f.ID, ok = p.String()
+	case "seq":
+		f.Seq, ok = p.Int64()
+	case "ts":
+		ok = decodeTime(p, &f.TS)
+	case "code":
+		var s string
+		s, ok = p.String()
+		f.Code = Code(s)
+	case "error":
+		f.Error, ok = p.String()
+	case "chat":
+		f.Chat, ok = p.String()
+	case "from":
+		f.From, ok = p.String()
+	case "body":
+		f.Body, ok = p.String()
+	case "upto":
+		f.Upto, ok = p.String()
+	case "exp":
+		f.Exp, ok = p.Int64()
+	case "kind":
+		var s string
+		s, ok = p.String()
+		f.Kind = chatd.EventKind(s)
+	case "target":
+		f.Target, ok = p.String()
+	case "meta":
+		f.Meta, ok = p.Composite()
+	case "emoji":
+		f.Emoji, ok = p.String()
+	case "on":
+		var on bool
+		on, ok = p.Bool()
+		f.On = &on
+	case "edited_at":
+		var at time.Time
+		ok = decodeTime(p, &at)
+		f.EditedAt = &at
+	case "deleted":
+		f.Deleted, ok = p.Bool()
+	case "online":
+		f.Online, ok = p.Bool()
+	case "last_seen":
+		ok = decodeTime(p, &f.LastSeen)
+	}
+	return ok
+}
+
+// decodeTime decodes a JSON string time as time.Time's UnmarshalJSON does.
+func decodeTime(p *jsonfast.Parser, t *time.Time) bool {
+	tok, ok := p.Quoted()
+	return ok && t.UnmarshalJSON(tok) == nil
+}
