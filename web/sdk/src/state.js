@@ -7,13 +7,12 @@
 /** @typedef {import('../index.js').ChatEvent} ChatEvent */
 
 /**
- * toEvent turns a `msg` frame or history row into a ChatEvent.
- * @param {any} raw @param {'live'|'history'|'self'} via
- * @returns {ChatEvent}
+ * common is what an event and a message's state share, from a `msg` frame
+ * or a history row.
+ * @param {any} raw
  */
-export function toEvent(raw, via) {
-  /** @type {ChatEvent} */
-  const ev = {
+function common(raw) {
+  return {
     id: raw.id,
     cid: raw.cid ?? '',
     chat: raw.chat,
@@ -21,9 +20,17 @@ export function toEvent(raw, via) {
     from: raw.from,
     body: raw.body ?? '',
     ts: raw.ts,
-    kind: raw.kind || 'message',
-    via,
   };
+}
+
+/**
+ * toEvent turns a `msg` frame or history row into a ChatEvent.
+ * @param {any} raw @param {'live'|'history'|'self'} via
+ * @returns {ChatEvent}
+ */
+export function toEvent(raw, via) {
+  /** @type {ChatEvent} */
+  const ev = { ...common(raw), kind: raw.kind || 'message', via };
   if (raw.target) ev.target = raw.target;
   if (raw.emoji) ev.emoji = raw.emoji;
   if (typeof raw.on === 'boolean') ev.on = raw.on;
@@ -38,17 +45,7 @@ export function toEvent(raw, via) {
  */
 export function toMessage(raw) {
   /** @type {Message} */
-  const m = {
-    id: raw.id,
-    cid: raw.cid ?? '',
-    chat: raw.chat,
-    seq: raw.seq,
-    from: raw.from,
-    body: raw.body ?? '',
-    ts: raw.ts,
-    deleted: !!raw.deleted,
-    reactions: {},
-  };
+  const m = { ...common(raw), deleted: !!raw.deleted, reactions: {} };
   if (raw.meta != null) m.meta = raw.meta;
   if (raw.edited_at) m.editedAt = raw.edited_at;
   for (const [emoji, users] of Object.entries(raw.reactions ?? {})) m.reactions[emoji] = [...users].sort();
