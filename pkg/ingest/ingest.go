@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -62,7 +63,9 @@ type Config struct {
 	// BatchDelay is how long a batch waits for more sends after its first.
 	// Zero means 5 ms.
 	BatchDelay time.Duration
-	// Workers is how many batches may commit concurrently. Zero means 4.
+	// Workers is how many batches may commit concurrently. Each worker owns
+	// the sends of its share of the chats (see shardOf), so concurrent
+	// batches never wait on each other's chat locks. Zero means 4.
 	Workers int
 	// MaxBodyBytes bounds a message body. Zero means 4096.
 	MaxBodyBytes int
@@ -153,8 +156,12 @@ type item struct {
 // Ingest is the accept path. Safe for concurrent use. Submit may be called
 // before Run starts; nothing commits until Run runs.
 type Ingest struct {
-	cfg     Config
-	queue   chan item
+	cfg Config
+	// shards holds one queue per worker; a chat's sends always go to the
+	// same one (shardOf). Each has room for QueueSize items, so a send into
+	// it never blocks: depth is what bounds them all together.
+	shards  []chan item
+	depth   atomic.Int64 // items queued over all shards, at most QueueSize
 	metrics *metrics
 	log     *slog.Logger
 	// sampled logs what can repeat for every batch (a database outage).
@@ -171,9 +178,13 @@ func New(cfg Config) (*Ingest, error) {
 	}
 	m := newMetrics(cfg.Registerer)
 	log := cfg.Logger.With("component", "ingest")
+	shards := make([]chan item, cfg.Workers)
+	for i := range shards {
+		shards[i] = make(chan item, cfg.QueueSize)
+	}
 	return &Ingest{
 		cfg:     cfg,
-		queue:   make(chan item, cfg.QueueSize),
+		shards:  shards,
 		metrics: m,
 		log:     log,
 		sampled: logsample.New(log, logsample.Config{}),
@@ -199,14 +210,30 @@ func (in *Ingest) Submit(req Request, done func(Result)) error {
 	if in.closed {
 		return chatd.ErrClosed
 	}
-	select {
-	case in.queue <- item{req: req, done: done}:
-		in.metrics.queued.Inc()
-		return nil
-	default:
+	if in.depth.Add(1) > int64(in.cfg.QueueSize) {
+		in.depth.Add(-1)
 		in.metrics.rejected.WithLabelValues("overloaded").Inc()
 		return fmt.Errorf("inbound queue full (%d): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
 	}
+	// Never blocks: the shard has room for QueueSize items and depth,
+	// just raised, counts every item queued in any shard.
+	in.shards[shardOf(req.Chat, len(in.shards))] <- item{req: req, done: done}
+	in.metrics.queued.Inc()
+	return nil
+}
+
+// shardOf picks the worker that commits a chat's sends (FNV-1a of the id).
+// One owner per chat means two batches committing at once never lock the
+// same chat row: measured with 300 chats and 4 workers sharing one queue,
+// PostgreSQL spent more time in the batches' chat-lock waits than in all
+// their inserts together, and the senders' latency grew with it.
+func shardOf(chat string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(chat); i++ {
+		h ^= uint32(chat[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
 }
 
 // Send submits req and waits for its Result: the blocking form for REST.
@@ -245,11 +272,11 @@ func (in *Ingest) validate(r *Request) error {
 func (in *Ingest) Run(ctx context.Context) error {
 	defer in.sampled.Flush()
 	var wg sync.WaitGroup
-	for i := 0; i < in.cfg.Workers; i++ {
+	for _, q := range in.shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker(in)
+			w := newWorker(in, q)
 			w.loop(ctx)
 		}()
 	}
@@ -260,6 +287,8 @@ func (in *Ingest) Run(ctx context.Context) error {
 	wg.Wait()
 	// Workers drained what they could see; anything left is committed here
 	// so no queued send goes unanswered.
-	newWorker(in).drain()
+	for _, q := range in.shards {
+		newWorker(in, q).drain()
+	}
 	return nil
 }

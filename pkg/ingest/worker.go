@@ -12,11 +12,12 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// worker gathers queued sends into batches and commits them. Each worker
-// owns its buffers and its ULID entropy (ulid.Monotonic is not safe for
-// concurrent use), so workers share nothing but the queue.
+// worker gathers the sends of its shard into batches and commits them.
+// Each worker owns its queue, its buffers and its ULID entropy
+// (ulid.Monotonic is not safe for concurrent use), so workers share nothing.
 type worker struct {
 	in      *Ingest
+	queue   <-chan item
 	entropy io.Reader
 	batch   []item
 	sends   []store.Send
@@ -24,13 +25,14 @@ type worker struct {
 	gather  *gatherer[item]
 }
 
-func newWorker(in *Ingest) *worker {
+func newWorker(in *Ingest, queue <-chan item) *worker {
 	return &worker{
 		in:      in,
+		queue:   queue,
 		entropy: ulid.Monotonic(rand.Reader, 0),
 		batch:   make([]item, 0, in.cfg.BatchSize),
 		sends:   make([]store.Send, 0, in.cfg.BatchSize),
-		gather:  newGatherer(in.queue, in.cfg.BatchSize, in.cfg.BatchDelay),
+		gather:  newGatherer(queue, in.cfg.BatchSize, in.cfg.BatchDelay),
 	}
 }
 
@@ -41,7 +43,7 @@ func (w *worker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			w.drain()
 			return
-		case it := <-w.in.queue:
+		case it := <-w.queue:
 			w.batch = w.gather.fill(ctx, append(w.batch[:0], it))
 			w.commit()
 		}
@@ -63,6 +65,7 @@ func (w *worker) drain() {
 // accepted only after the commit returned (G1), then the fast-path hook.
 func (w *worker) commit() {
 	in := w.in
+	in.depth.Add(-int64(len(w.batch)))
 	in.metrics.queued.Sub(float64(len(w.batch)))
 	now := in.cfg.Now().UTC()
 	w.sends = w.sends[:0]
