@@ -21,15 +21,21 @@ func newGatherer[T any](queue <-chan T, max int, delay time.Duration) *gatherer[
 }
 
 // fill adds queued items to batch (which holds its first item) until it
-// holds max or delay has passed since that first item. Items already
-// waiting are taken without waiting, so a busy queue yields full batches
-// at once. It stops early when ctx ends.
-func (g *gatherer[T]) fill(ctx context.Context, batch []T) []T {
+// holds max or delay has passed since first, when that item was queued.
+// Counting from the queueing, not from when the worker took the item, keeps
+// a send that waited out the previous commit from waiting a full delay
+// more. Items already waiting are taken without waiting, so a busy queue
+// yields full batches at once. It stops early when ctx ends.
+func (g *gatherer[T]) fill(ctx context.Context, batch []T, first time.Time) []T {
 	batch = g.queued(batch)
 	if len(batch) >= g.max {
 		return batch
 	}
-	g.timer.Reset(g.delay)
+	wait := g.delay - time.Since(first)
+	if wait <= 0 {
+		return batch
+	}
+	g.timer.Reset(wait)
 	defer g.timer.Stop()
 	for len(batch) < g.max {
 		select {

@@ -149,8 +149,9 @@ func (c *Config) checkEnvelopeFits() error {
 
 // item is one queued send with its answer callback.
 type item struct {
-	req  Request
-	done func(Result)
+	req    Request
+	done   func(Result)
+	queued time.Time // when Submit queued it: its batch's gather window starts here
 }
 
 // Ingest is the accept path. Safe for concurrent use. Submit may be called
@@ -217,7 +218,7 @@ func (in *Ingest) Submit(req Request, done func(Result)) error {
 	}
 	// Never blocks: the shard has room for QueueSize items and depth,
 	// just raised, counts every item queued in any shard.
-	in.shards[shardOf(req.Chat, len(in.shards))] <- item{req: req, done: done}
+	in.shards[shardOf(req.Chat, len(in.shards))] <- item{req: req, done: done, queued: time.Now()}
 	in.metrics.queued.Inc()
 	return nil
 }

@@ -130,7 +130,7 @@ func (r *Reads) Run(ctx context.Context) error {
 			}
 			return nil
 		case req := <-r.queue:
-			batch = g.fill(ctx, append(batch[:0], req))
+			batch = g.fill(ctx, append(batch[:0], req), time.Now())
 			r.commit(batch)
 		}
 	}

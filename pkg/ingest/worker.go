@@ -44,7 +44,7 @@ func (w *worker) loop(ctx context.Context) {
 			w.drain()
 			return
 		case it := <-w.queue:
-			w.batch = w.gather.fill(ctx, append(w.batch[:0], it))
+			w.batch = w.gather.fill(ctx, append(w.batch[:0], it), it.queued)
 			w.commit()
 		}
 	}
