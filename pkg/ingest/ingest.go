@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -63,9 +62,8 @@ type Config struct {
 	// BatchDelay is how long a batch waits for more sends after its first.
 	// Zero means 5 ms.
 	BatchDelay time.Duration
-	// Workers is how many batches may commit concurrently. Each worker owns
-	// the sends of its share of the chats (see shardOf), so concurrent
-	// batches never wait on each other's chat locks. Zero means 4.
+	// Workers is how many batches may commit concurrently; batches
+	// committing at once never share a chat (see dispatcher). Zero means 4.
 	Workers int
 	// MaxBodyBytes bounds a message body. Zero means 4096.
 	MaxBodyBytes int
@@ -157,12 +155,8 @@ type item struct {
 // Ingest is the accept path. Safe for concurrent use. Submit may be called
 // before Run starts; nothing commits until Run runs.
 type Ingest struct {
-	cfg Config
-	// shards holds one queue per worker; a chat's sends always go to the
-	// same one (shardOf). Each has room for QueueSize items, so a send into
-	// it never blocks: depth is what bounds them all together.
-	shards  []chan item
-	depth   atomic.Int64 // items queued over all shards, at most QueueSize
+	cfg     Config
+	queue   chan item
 	metrics *metrics
 	log     *slog.Logger
 	// sampled logs what can repeat for every batch (a database outage).
@@ -179,13 +173,9 @@ func New(cfg Config) (*Ingest, error) {
 	}
 	m := newMetrics(cfg.Registerer)
 	log := cfg.Logger.With("component", "ingest")
-	shards := make([]chan item, cfg.Workers)
-	for i := range shards {
-		shards[i] = make(chan item, cfg.QueueSize)
-	}
 	return &Ingest{
 		cfg:     cfg,
-		shards:  shards,
+		queue:   make(chan item, cfg.QueueSize),
 		metrics: m,
 		log:     log,
 		sampled: logsample.New(log, logsample.Config{}),
@@ -211,30 +201,14 @@ func (in *Ingest) Submit(req Request, done func(Result)) error {
 	if in.closed {
 		return chatd.ErrClosed
 	}
-	if in.depth.Add(1) > int64(in.cfg.QueueSize) {
-		in.depth.Add(-1)
+	select {
+	case in.queue <- item{req: req, done: done, queued: time.Now()}:
+		in.metrics.queued.Inc()
+		return nil
+	default:
 		in.metrics.rejected.WithLabelValues("overloaded").Inc()
 		return fmt.Errorf("inbound queue full (%d): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
 	}
-	// Never blocks: the shard has room for QueueSize items and depth,
-	// just raised, counts every item queued in any shard.
-	in.shards[shardOf(req.Chat, len(in.shards))] <- item{req: req, done: done, queued: time.Now()}
-	in.metrics.queued.Inc()
-	return nil
-}
-
-// shardOf picks the worker that commits a chat's sends (FNV-1a of the id).
-// One owner per chat means two batches committing at once never lock the
-// same chat row: measured with 300 chats and 4 workers sharing one queue,
-// PostgreSQL spent more time in the batches' chat-lock waits than in all
-// their inserts together, and the senders' latency grew with it.
-func shardOf(chat string, n int) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(chat); i++ {
-		h ^= uint32(chat[i])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
 }
 
 // Send submits req and waits for its Result: the blocking form for REST.
@@ -272,24 +246,30 @@ func (in *Ingest) validate(r *Request) error {
 // once every worker has exited.
 func (in *Ingest) Run(ctx context.Context) error {
 	defer in.sampled.Flush()
+	work := make(chan *flight)
+	done := make(chan *flight, in.cfg.Workers)
 	var wg sync.WaitGroup
-	for _, q := range in.shards {
+	for i := 0; i < in.cfg.Workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker(in, q)
-			w.loop(ctx)
+			newWorker(in).loop(work, done)
 		}()
 	}
+	stopped := make(chan struct{})
+	d := newDispatcher(in.queue, in.cfg.BatchSize, in.cfg.BatchDelay, in.cfg.Workers, work, done)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.run(ctx, stopped)
+	}()
 	<-ctx.Done()
 	in.mu.Lock()
 	in.closed = true
 	in.mu.Unlock()
+	// Nothing is queued after closed is set (Submit holds the read lock
+	// while it queues): the dispatcher now commits what is left and stops.
+	close(stopped)
 	wg.Wait()
-	// Workers drained what they could see; anything left is committed here
-	// so no queued send goes unanswered.
-	for _, q := range in.shards {
-		newWorker(in, q).drain()
-	}
 	return nil
 }

@@ -12,52 +12,32 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// worker gathers the sends of its shard into batches and commits them.
-// Each worker owns its queue, its buffers and its ULID entropy
-// (ulid.Monotonic is not safe for concurrent use), so workers share nothing.
+// worker commits the batches the dispatcher hands it. Each worker owns
+// its buffers and its ULID entropy (ulid.Monotonic is not safe for
+// concurrent use), so workers share nothing.
 type worker struct {
 	in      *Ingest
-	queue   <-chan item
 	entropy io.Reader
 	batch   []item
 	sends   []store.Send
 	fresh   []store.Accepted
-	gather  *gatherer[item]
 }
 
-func newWorker(in *Ingest, queue <-chan item) *worker {
+func newWorker(in *Ingest) *worker {
 	return &worker{
 		in:      in,
-		queue:   queue,
 		entropy: ulid.Monotonic(rand.Reader, 0),
-		batch:   make([]item, 0, in.cfg.BatchSize),
 		sends:   make([]store.Send, 0, in.cfg.BatchSize),
-		gather:  newGatherer(queue, in.cfg.BatchSize, in.cfg.BatchDelay),
 	}
 }
 
-// loop commits batches until ctx is done, then drains what it can see.
-func (w *worker) loop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			w.drain()
-			return
-		case it := <-w.queue:
-			w.batch = w.gather.fill(ctx, append(w.batch[:0], it), it.queued)
-			w.commit()
-		}
-	}
-}
-
-// drain commits everything queued right now, batch by batch.
-func (w *worker) drain() {
-	for {
-		w.batch = w.gather.queued(w.batch[:0])
-		if len(w.batch) == 0 {
-			return
-		}
+// loop commits each flight it is handed and hands it back, until work is
+// closed.
+func (w *worker) loop(work <-chan *flight, done chan<- *flight) {
+	for f := range work {
+		w.batch = f.items
 		w.commit()
+		done <- f
 	}
 }
 
@@ -65,7 +45,6 @@ func (w *worker) drain() {
 // accepted only after the commit returned (G1), then the fast-path hook.
 func (w *worker) commit() {
 	in := w.in
-	in.depth.Add(-int64(len(w.batch)))
 	in.metrics.queued.Sub(float64(len(w.batch)))
 	now := in.cfg.Now().UTC()
 	w.sends = w.sends[:0]
@@ -123,10 +102,10 @@ func (w *worker) commit() {
 }
 
 // clear drops references so a finished batch's callbacks and bodies can be
-// collected while the worker waits for the next one.
+// collected while the worker waits for the next one (the dispatcher clears
+// the batch itself).
 func (w *worker) clear() {
-	clear(w.batch)
-	w.batch = w.batch[:0]
+	w.batch = nil
 	clear(w.sends)
 	clear(w.fresh)
 }

@@ -53,10 +53,11 @@ func (w *lockWatch) CommitBatch(ctx context.Context, sends []store.Send) ([]stor
 	return w.Store.CommitBatch(ctx, sends)
 }
 
-// Concurrent batches never hold the same chat: each chat's sends are
-// committed by one worker, so the four workers commit in parallel instead
-// of queueing on each other's chat locks. The test also checks that batches
-// did overlap in time, or it would prove nothing.
+// Concurrent batches never hold the same chat: the dispatcher keeps a
+// chat's sends back while a batch with that chat commits, so the four
+// workers commit in parallel instead of queueing on each other's chat
+// locks. The test also checks that batches did overlap in time, or it
+// would prove nothing.
 func TestConcurrentBatchesNeverShareAChat(t *testing.T) {
 	s := mustStore(t)
 	const chats, each = 40, 50
@@ -96,4 +97,43 @@ func TestConcurrentBatchesNeverShareAChat(t *testing.T) {
 		t.Fatalf("at most %d batch committed at a time: the workers never ran concurrently, so this proves nothing", w.maxBatches)
 	}
 	t.Logf("up to %d batches committed at once, none sharing a chat", w.maxBatches)
+}
+
+// One sender's sends into one chat, submitted one after another without
+// waiting for answers, get seqs in submission order: a chat's sends leave
+// the dispatcher in order and only one batch holds the chat at a time.
+// With workers taking batches from a shared queue, a later batch could
+// take the chat's lock first.
+func TestSubmissionOrderIsSeqOrderWithinAChat(t *testing.T) {
+	s := mustStore(t)
+	chat := mustGroup(t, s, "alice", "bob")
+	other := mustGroup(t, s, "bob", "carol")
+	in := mustIngest(t, s, func(c *ingest.Config) { c.Workers = 4; c.BatchSize = 4 })
+	const n = 600
+	seqs := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(2)
+		req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprintf("o%d", i), Body: "x"}
+		if err := in.Submit(req, func(r ingest.Result) {
+			defer wg.Done()
+			if r.Err != nil {
+				t.Errorf("send %d: %v", i, r.Err)
+			}
+			seqs[i] = r.Message.Seq
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// Traffic in another chat keeps the other workers busy meanwhile.
+		req = ingest.Request{Chat: other, From: "bob", Device: "d", CID: fmt.Sprintf("b%d", i), Body: "y"}
+		if err := in.Submit(req, func(ingest.Result) { wg.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("send %d got seq %d after send %d got %d: not in submission order", i, seqs[i], i-1, seqs[i-1])
+		}
+	}
 }
