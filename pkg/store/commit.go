@@ -190,7 +190,11 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 		cross join lateral (
 			select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
 	b.Queue(`select chat_id, user_id from members where chat_id = any($1) order by chat_id, user_id`, p.chatIDs)
-	b.Queue(targetsSQL, p.targetIDs())
+	// A batch of messages alone (most batches) has no targets to read.
+	targets := p.targetIDs()
+	if len(targets) > 0 {
+		b.Queue(targetsSQL, targets)
+	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -223,8 +227,11 @@ func (p *commitPlan) load(ctx context.Context, tx pgx.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := p.loadTargets(br); err != nil {
-		return err
+	p.targets = make(map[string]*target, len(targets))
+	if len(targets) > 0 {
+		if err := p.loadTargets(br); err != nil {
+			return err
+		}
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("load batch: %w", err)
@@ -318,26 +325,35 @@ func (p *commitPlan) assign() {
 	}
 }
 
-// insert writes history rows, then their outbox rows (docs/architecture.md,
-// invariant 1: an outbox row never exists without its history row), raises
-// the chats' last_seq and notifies the relays, in one pipelined round trip.
-// Arrays through unnest beat COPY and per-row statements here (issue 3's
-// measurements).
+// insert writes history rows and their outbox rows in one statement
+// (docs/architecture.md, invariant 1: an outbox row never exists without
+// its history row; the foreign key is checked when the statement ends),
+// raises the chats' last_seq and notifies the relays, in one pipelined
+// round trip. Arrays through unnest beat COPY and per-row statements here
+// (issue 3's measurements). The outbox rows take the history ids from the
+// insert's own returning rows: a second statement had to look each one up
+// by msg_id again. Outbox ids follow batch order (order by u.n), so a
+// chat's rows are relayed in seq order.
 func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	c := p.columns()
 	b := &pgx.Batch{}
-	b.Queue(`insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
-		select u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
-		from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::bool[])
-			as u(msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
-		returning id, msg_id`, c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
-		c.kinds, c.targets, c.metas, c.emojis, c.ons)
-	b.Queue(`insert into outbox (history_id, recipients)
-		select (select h.id from history h where h.msg_id = u.msg_id), string_to_array(u.r, ',')
-		from unnest($1::text[], $2::text[]) with ordinality as u(msg_id, r, n)
-		order by u.n
-		returning id, history_id`, c.msgIDs, c.recips)
+	b.Queue(`with h as (
+			insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+			select u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
+			from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
+				$9::text[], $10::text[], $11::text[], $12::text[], $13::bool[])
+				as u(msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+			returning id, msg_id),
+		o as (
+			insert into outbox (history_id, recipients)
+			select h.id, string_to_array(u.r, ',')
+			from unnest($1::text[], $14::text[]) with ordinality as u(msg_id, r, n)
+			join h on h.msg_id = u.msg_id
+			order by u.n
+			returning id, history_id)
+		select o.id, h.msg_id from o join h on h.id = o.history_id`,
+		c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
+		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips)
 	b.Queue(`update chats set last_seq = u.seq
 		from unnest($1::text[], $2::int8[]) as u(id, seq)
 		where chats.id = u.id and chats.last_seq < u.seq`, c.upChats, c.upSeqs)
@@ -345,27 +361,23 @@ func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
-	histIdx := make(map[int64]int, len(p.fresh)) // history id -> index into sends
-	byMsg := make(map[string]int, len(p.fresh))
+	byMsg := make(map[string]int, len(p.fresh)) // msg id -> index into sends
 	for _, i := range p.fresh {
 		byMsg[p.out[i].Message.ID] = i
 	}
-	if err := readRows(br, "insert history", func(r pgx.Rows) error {
+	rows := 0
+	if err := readRows(br, "insert history and outbox", func(r pgx.Rows) error {
 		var id int64
 		var msgID string
 		err := r.Scan(&id, &msgID)
-		histIdx[id] = byMsg[msgID]
+		p.out[byMsg[msgID]].OutboxID = id
+		rows++
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := readRows(br, "insert outbox", func(r pgx.Rows) error {
-		var id, histID int64
-		err := r.Scan(&id, &histID)
-		p.out[histIdx[histID]].OutboxID = id
-		return err
-	}); err != nil {
-		return err
+	if rows != len(p.fresh) {
+		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", rows, len(p.fresh))
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("advance chats: %w", err)

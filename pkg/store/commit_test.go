@@ -330,3 +330,35 @@ func TestFailedBatchLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Outbox ids follow batch order, so the relay (which publishes by id)
+// sends each chat's messages in seq order, and every outcome names the
+// outbox row of its own message.
+func TestOutboxIDsFollowBatchOrder(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	var batch []store.Send
+	chats := []string{mustGroup(t, s, "alice", "bob").ID, mustGroup(t, s, "alice", "carol").ID, mustGroup(t, s, "alice").ID}
+	for i := 0; i < 48; i++ {
+		batch = append(batch, sends(chats[(i*7)%3], "alice", fmt.Sprintf("o%d", i), 1)[0])
+	}
+	out := mustCommit(t, s, batch)
+	for i := 1; i < len(out); i++ {
+		if out[i].OutboxID <= out[i-1].OutboxID {
+			t.Fatalf("send %d has outbox id %d after send %d's %d: not in batch order", i, out[i].OutboxID, i-1, out[i-1].OutboxID)
+		}
+	}
+	entries, err := s.ReadOutbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(out) {
+		t.Fatalf("outbox rows: got %d, want %d", len(entries), len(out))
+	}
+	for i, e := range entries {
+		if e.ID != out[i].OutboxID || e.Message.ID != out[i].Message.ID || e.Message.Seq != out[i].Message.Seq {
+			t.Fatalf("outbox row %d: id %d message %s seq %d; outcome: id %d message %s seq %d",
+				i, e.ID, e.Message.ID, e.Message.Seq, out[i].OutboxID, out[i].Message.ID, out[i].Message.Seq)
+		}
+	}
+}

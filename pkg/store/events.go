@@ -49,7 +49,6 @@ func (p *commitPlan) targetIDs() []string {
 }
 
 func (p *commitPlan) loadTargets(br pgx.BatchResults) error {
-	p.targets = make(map[string]*target)
 	return readRows(br, "load targets", func(r pgx.Rows) error {
 		t := &target{}
 		err := r.Scan(&t.id, &t.chat, &t.sender, &t.kind, &t.deleted, &t.body, &t.editedAt, &t.reactions)
