@@ -328,12 +328,12 @@ func (p *commitPlan) assign() {
 // insert writes history rows and their outbox rows in one statement
 // (docs/architecture.md, invariant 1: an outbox row never exists without
 // its history row; the foreign key is checked when the statement ends),
-// raises the chats' last_seq and notifies the relays, in one pipelined
-// round trip. Arrays through unnest beat COPY and per-row statements here
-// (issue 3's measurements). The outbox rows take the history ids from the
-// insert's own returning rows: a second statement had to look each one up
-// by msg_id again. Outbox ids follow batch order (order by u.n), so a
-// chat's rows are relayed in seq order.
+// then raises the chats' last_seq and notifies the relays in a second: one
+// pipelined round trip. Arrays through unnest beat COPY and per-row
+// statements here (issue 3's measurements). The outbox rows take the
+// history ids from the insert's own returning rows: a second statement had
+// to look each one up by msg_id again. Outbox ids follow batch order
+// (order by u.n), so a chat's rows are relayed in seq order.
 func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 	c := p.columns()
 	b := &pgx.Batch{}
@@ -354,10 +354,12 @@ func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 		select o.id, h.msg_id from o join h on h.id = o.history_id`,
 		c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
 		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips)
-	b.Queue(`update chats set last_seq = u.seq
-		from unnest($1::text[], $2::int8[]) as u(id, seq)
-		where chats.id = u.id and chats.last_seq < u.seq`, c.upChats, c.upSeqs)
-	b.Queue(`select pg_notify('` + notifyChannel + `', '')`)
+	// A data-modifying WITH runs whether or not the query reads it.
+	b.Queue(`with advanced as (
+			update chats set last_seq = u.seq
+			from unnest($1::text[], $2::int8[]) as u(id, seq)
+			where chats.id = u.id and chats.last_seq < u.seq)
+		select pg_notify('`+notifyChannel+`', '')`, c.upChats, c.upSeqs)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -380,10 +382,7 @@ func (p *commitPlan) insert(ctx context.Context, tx pgx.Tx) error {
 		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", rows, len(p.fresh))
 	}
 	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("advance chats: %w", err)
-	}
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("notify: %w", err)
+		return fmt.Errorf("advance chats and notify: %w", err)
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("insert batch: %w", err)
