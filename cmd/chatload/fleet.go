@@ -27,6 +27,7 @@ type loadClient struct {
 	stalled atomic.Bool
 
 	inflight  atomic.Int64
+	jobs      chan func()   // hands a send to an idle send worker; closed by closeJobs
 	connected chan struct{} // closed at its first hello
 	connOnce  sync.Once
 	done      chan struct{} // closed when Run has returned
@@ -48,7 +49,9 @@ type fleet struct {
 
 	sendCtx    context.Context // outlives the load so stalled sends can finish
 	sendCancel context.CancelFunc
-	sends      sync.WaitGroup
+	sends      sync.WaitGroup // one per send fired and not yet answered
+	workers    sync.WaitGroup // send workers; they end when closeJobs closes their client's jobs
+	jobsOnce   sync.Once
 
 	skipped, drops, stallsBegun atomic.Int64
 
@@ -90,7 +93,7 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 	if err != nil {
 		return nil, fmt.Errorf("token for %s: %w", user, err)
 	}
-	lc := &loadClient{idx: i, connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
+	lc := &loadClient{idx: i, jobs: make(chan func()), connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
 	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
@@ -264,15 +267,47 @@ func (f *fleet) fire(i int64) {
 		f.skipped.Add(1)
 		return
 	}
-	lc.inflight.Add(1)
-	f.sends.Add(1)
-	go func() {
-		defer f.sends.Done()
-		defer lc.inflight.Add(-1)
+	f.dispatch(lc, func() {
 		n, cid := f.rec.begin(sender, chat)
 		acc, err := lc.c.SendCID(f.sendCtx, f.plan.chats[chat].id, cid, f.body)
 		f.rec.finish(sender, n, acc, err)
-	}()
+	})
+}
+
+// dispatch runs send on an idle send worker of lc, or on a new one when all
+// are busy. Workers outlive their send and wait for the next: a goroutine
+// per send spent more of chatload's CPU on creating goroutines and growing
+// their stacks (through the WebSocket write path) than on the send itself.
+// There are at most maxInflight workers per client, as there are at most
+// that many sends in flight.
+func (f *fleet) dispatch(lc *loadClient, send func()) {
+	lc.inflight.Add(1)
+	f.sends.Add(1)
+	select {
+	case lc.jobs <- send:
+	default:
+		f.workers.Add(1)
+		go f.sendWorker(lc, send)
+	}
+}
+
+// sendWorker runs send, then every send handed to it, until lc's jobs close.
+func (f *fleet) sendWorker(lc *loadClient, send func()) {
+	defer f.workers.Done()
+	for ok := true; ok; send, ok = <-lc.jobs {
+		send()
+		lc.inflight.Add(-1)
+		f.sends.Done()
+	}
+}
+
+// closeJobs ends every idle send worker; fire must not be called after it.
+func (f *fleet) closeJobs() {
+	f.jobsOnce.Do(func() {
+		for _, lc := range f.clients {
+			close(lc.jobs)
+		}
+	})
 }
 
 // stopLoad ends stalls and drops; sends already made keep going.
@@ -325,6 +360,8 @@ func (f *fleet) shutdown() error {
 	f.stopLoad()
 	f.sendCancel()
 	f.sends.Wait()
+	f.closeJobs()
+	f.workers.Wait()
 	if f.cancel != nil {
 		f.cancel()
 	} else {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 )
@@ -29,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	embedded := registerFlags(fs, &cfg)
 	cpuProfile := fs.String("cpuprofile", "", "write chatload's own CPU profile to this file (to tell the load generator's cost from chatd's)")
+	gcPercent := fs.Int("gogc", 400, "chatload's own GC target percent, as GOGC (negative: off); with --url only, unless set here or in $GOGC, so an embedded chatd keeps Go's default. Higher spends chatload memory to save the CPU it shares with chatd and PostgreSQL")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -38,6 +40,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *embedded && cfg.URL != "" {
 		fmt.Fprintln(stderr, "chatload: --embedded and --url exclude each other")
 		return 2
+	}
+	if setGOGC(fs, cfg.URL != "") {
+		debug.SetGCPercent(*gcPercent)
 	}
 	cfg.Out = stdout
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -87,4 +92,23 @@ func writeFiles(cfg *Config, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// setGOGC reports whether --gogc applies: when given, or else when chatd
+// runs apart (remote) and $GOGC does not choose. chatload's live heap is
+// small (the run's records) while it allocates per frame, so at Go's
+// default of 100 it collected several times a second, and the marking, the
+// assists and the regrowth of the send workers' stacks that each collection
+// shrinks were a quarter of its CPU in pairs at 4,000 msg/s: CPU that chatd
+// and PostgreSQL lose on a shared box. At 400 the heap may grow to five
+// times the live data, a few hundred MiB for a long run. An embedded chatd
+// shares the setting, so there it stays Go's unless asked for.
+func setGOGC(fs *flag.FlagSet, remote bool) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "gogc" })
+	if given {
+		return true
+	}
+	_, env := os.LookupEnv("GOGC")
+	return remote && !env
 }

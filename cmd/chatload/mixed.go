@@ -256,11 +256,7 @@ func (f *fleet) fireMixed(i int64) {
 	}
 	o, upto := f.mix.choose(f.mix.weights.pick(rand.Float64()), sender, chat, f.body)
 	chatID := f.plan.chats[chat].id
-	lc.inflight.Add(1)
-	f.sends.Add(1)
-	go func() {
-		defer f.sends.Done()
-		defer lc.inflight.Add(-1)
+	f.dispatch(lc, func() {
 		if o.submit == nil {
 			f.mix.reads.Add(1)
 			if err := lc.c.Read(f.sendCtx, chatID, upto); err != nil {
@@ -274,7 +270,7 @@ func (f *fleet) fireMixed(i int64) {
 		if err == nil && o.kind == kindMessage {
 			f.mix.targets[chat].add(sender, acc.ID)
 		}
-	}()
+	})
 }
 
 // startTyping sends typing signals at TypingRate from random clients into

@@ -66,11 +66,12 @@ type senderLog struct {
 // the application, so that reconciliation can check each accepted message
 // at each of its recipients. Safe for concurrent use.
 type recorder struct {
-	plan    *plan
-	runID   string
-	start   time.Time
-	senders []senderLog
-	inboxes []inbox
+	plan      *plan
+	runID     string
+	cidPrefix string // runID + "_", which starts every cid of this run
+	start     time.Time
+	senders   []senderLog
+	inboxes   []inbox
 
 	// measureFrom is the warm-up's end (ns since start): only sends from
 	// then on feed the latency histograms and the achieved rate.
@@ -97,12 +98,13 @@ type recorder struct {
 
 func newRecorder(p *plan, runID string, start time.Time) *recorder {
 	return &recorder{
-		plan:    p,
-		runID:   runID,
-		start:   start,
-		senders: make([]senderLog, len(p.users)),
-		inboxes: make([]inbox, len(p.users)),
-		rejects: make(map[string]int64),
+		plan:      p,
+		runID:     runID,
+		cidPrefix: runID + "_",
+		start:     start,
+		senders:   make([]senderLog, len(p.users)),
+		inboxes:   make([]inbox, len(p.users)),
+		rejects:   make(map[string]int64),
 	}
 }
 
@@ -123,7 +125,17 @@ func (r *recorder) beginKind(sender int, chat int32, kind uint8) (n int, cid str
 	l.recs = append(l.recs, sendRec{sentAt: now, chat: chat, kind: kind})
 	l.mu.Unlock()
 	r.sent.Add(1)
-	return n, r.runID + "_" + strconv.Itoa(sender) + "_" + strconv.Itoa(n)
+	return n, r.cid(sender, n)
+}
+
+// cid is the cid of send n of sender, built with a single allocation.
+func (r *recorder) cid(sender, n int) string {
+	var b [64]byte
+	buf := append(b[:0], r.cidPrefix...)
+	buf = strconv.AppendInt(buf, int64(sender), 10)
+	buf = append(buf, '_')
+	buf = strconv.AppendInt(buf, int64(n), 10)
+	return string(buf)
 }
 
 // finish records the answer to send n of sender.
@@ -218,7 +230,7 @@ func (r *recorder) deliver(recipient int, m chatd.Message, via client.Via, at ti
 
 // parseCID reads "<run>_<sender>_<n>" (cids allow only [A-Za-z0-9_-]); other cids are not this run's.
 func (r *recorder) parseCID(cid string) (sender, n int, ok bool) {
-	rest, ok := strings.CutPrefix(cid, r.runID+"_")
+	rest, ok := strings.CutPrefix(cid, r.cidPrefix)
 	if !ok {
 		return 0, 0, false
 	}

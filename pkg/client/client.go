@@ -40,12 +40,16 @@ type Client struct {
 	// ready, so that two producers (the reader and the history syncer) can
 	// never interleave one chat's messages out of seq order.
 	deliverMu sync.Mutex
+	ready     []entry // guarded by deliverMu; reused by every deliver
 
 	// mu guards the current session and the channel that announces the next.
 	mu      sync.Mutex
 	sess    *session      // nil while disconnected
 	sessUp  chan struct{} // closed when a session reaches hello
 	pending map[string]*pending
+
+	// pendings holds answered sends' pending records for reuse (newPending).
+	pendings sync.Pool
 }
 
 // New checks cfg and returns a Client; it does not connect (Run does).
@@ -144,6 +148,9 @@ func (c *Client) closeIdleHTTP() {
 	}
 }
 
+// maxKeptReady bounds the ready buffer deliver keeps between calls.
+const maxKeptReady = 64
+
 // deliver offers msgs to the tracker and hands what becomes ready to the
 // application in order. It reports how many were duplicates. It returns
 // early, dropping the rest, only when Run is stopping. It must not stop
@@ -154,11 +161,17 @@ func (c *Client) deliver(msgs []chatd.Message, via Via) (dups int) {
 	c.deliverMu.Lock()
 	defer c.deliverMu.Unlock()
 	for _, m := range msgs {
-		ready, dup := c.tracker.add(m, via)
+		ready, dup := c.tracker.add(c.ready[:0], m, via)
 		if dup {
 			dups++
 		}
-		if !c.handOut(ready) {
+		ok := c.handOut(ready)
+		clear(ready) // hold no message past its hand-out
+		c.ready = ready[:0]
+		if cap(ready) > maxKeptReady {
+			c.ready = nil // a long run released from behind a gap is not kept
+		}
+		if !ok {
 			return dups
 		}
 	}

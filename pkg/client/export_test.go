@@ -17,7 +17,7 @@ func (t *Tracker) Track(chat string, after int64) bool { return t.t.track(chat, 
 
 // Add returns the seqs made ready, in hand-out order, and whether m was a duplicate.
 func (t *Tracker) Add(m chatd.Message) ([]int64, bool) {
-	ready, dup := t.t.add(m, ViaLive)
+	ready, dup := t.t.add(nil, m, ViaLive)
 	return seqs(ready), dup
 }
 

@@ -78,13 +78,16 @@ func (s *session) onAccepted(ctx context.Context, f *wire.ServerFrame) {
 	c := s.c
 	c.stats.accepted.Add(1)
 	s.release(f.CID)
-	p := c.answer(f.CID, sendResult{acc: Accepted{CID: f.CID, ID: f.ID, Seq: f.Seq, TS: f.TS}})
+	p := c.take(f.CID)
 	if p == nil {
 		return // its Send gave up; a gap fetch will bring the message back
 	}
-	c.deliver([]chatd.Message{s.ownMessage(f, p)}, ViaSelf)
-	if c.tracker.hasGap(p.chat) {
-		s.syncer.request(p.chat, c.cfg.GapWait)
+	// p is reused once answered: read what the own copy needs first.
+	own := s.ownMessage(f, p)
+	p.result <- sendResult{acc: Accepted{CID: f.CID, ID: f.ID, Seq: f.Seq, TS: f.TS}}
+	c.deliver([]chatd.Message{own}, ViaSelf)
+	if c.tracker.hasGap(own.Chat) {
+		s.syncer.request(own.Chat, c.cfg.GapWait)
 	}
 }
 

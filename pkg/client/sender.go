@@ -57,16 +57,24 @@ func (c *Client) submit(ctx context.Context, f wire.ClientFrame) (Accepted, erro
 	if chat == "" || cid == "" {
 		return Accepted{}, fmt.Errorf("%s: chat and cid are required: %w", f.Type, chatd.ErrInvalid)
 	}
-	p := &pending{cid: cid, chat: chat, body: f.Body, frame: f, result: make(chan sendResult, 1)}
+	p := c.newPending()
+	p.cid, p.chat, p.body, p.frame = cid, chat, f.Body, f
 	if err := c.addPending(p); err != nil {
 		return Accepted{}, err
 	}
-	defer c.dropPending(p)
+	answered := false
+	defer func() {
+		c.dropPending(p)
+		if answered {
+			c.recycle(p)
+		}
+	}()
 
 	written := false
 	for {
 		select {
 		case r := <-p.result:
+			answered = true
 			return c.finish(p, r)
 		default:
 		}
@@ -90,6 +98,7 @@ func (c *Client) submit(ctx context.Context, f wire.ClientFrame) (Accepted, erro
 		// and resend on the next one.
 		select {
 		case r := <-p.result:
+			answered = true
 			return c.finish(p, r)
 		case <-s.done:
 		case <-ctx.Done():
@@ -101,6 +110,24 @@ func (c *Client) submit(ctx context.Context, f wire.ClientFrame) (Accepted, erro
 func (c *Client) finish(p *pending, r sendResult) (Accepted, error) {
 	r.acc.Chat = p.chat
 	return r.acc, r.err
+}
+
+// recycle keeps p, answered and out of pending, for reuse. Nothing else
+// refers to it any more: the reader took it out of pending before
+// answering, a pending is answered once, and its channel is empty again.
+func (c *Client) recycle(p *pending) {
+	*p = pending{result: p.result}
+	c.pendings.Put(p)
+}
+
+// newPending returns an empty pending with an empty result channel,
+// reused when one is free: a send per delivery made the channel and the
+// pending a large part of what chatload allocates.
+func (c *Client) newPending() *pending {
+	if p, ok := c.pendings.Get().(*pending); ok {
+		return p
+	}
+	return &pending{result: make(chan sendResult, 1)}
 }
 
 // awaitSession returns the live session, waiting for one if needed.
@@ -142,17 +169,22 @@ func (c *Client) dropPending(p *pending) {
 	}
 }
 
-// answer hands r to the send waiting on cid and returns it, or nil when no
-// send waits (it gave up, or this is a second answer).
-func (c *Client) answer(cid string, r sendResult) *pending {
+// take removes and returns the send waiting on cid, or nil when no send
+// waits (it gave up, or this is a second answer). The caller must answer
+// it, and must not use it after: the answered send reuses it.
+func (c *Client) take(cid string) *pending {
 	c.mu.Lock()
 	p := c.pending[cid]
 	delete(c.pending, cid)
 	c.mu.Unlock()
-	if p != nil {
+	return p
+}
+
+// answer hands r to the send waiting on cid, if any.
+func (c *Client) answer(cid string, r sendResult) {
+	if p := c.take(cid); p != nil {
 		p.result <- r
 	}
-	return p
 }
 
 // Read sends a read receipt: this user has read chat up to message upto.

@@ -55,13 +55,14 @@ func (t *tracker) untrack(chat string) {
 	delete(t.chats, chat)
 }
 
-// add offers one message. It returns the messages now ready, in seq order
-// (possibly none: m is held behind a gap or was dropped because the held
-// buffer is full), and whether m was a duplicate. A chat not tracked yet is
-// tracked from seq 0.
-func (t *tracker) add(m chatd.Message, via Via) (ready []entry, dup bool) {
+// add offers one message. It appends the messages now ready, in seq order,
+// to ready and returns it (possibly with none added: m is held behind a gap
+// or was dropped because the held buffer is full), and whether m was a
+// duplicate. A chat not tracked yet is tracked from seq 0. Passing a reused
+// ready keeps the in-order delivery, the common case, free of allocations.
+func (t *tracker) add(ready []entry, m chatd.Message, via Via) (_ []entry, dup bool) {
 	if m.Seq <= 0 {
-		return nil, false
+		return ready, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -71,10 +72,10 @@ func (t *tracker) add(m chatd.Message, via Via) (ready []entry, dup bool) {
 		t.chats[m.Chat] = cs
 	}
 	if m.Seq <= cs.contig {
-		return nil, true
+		return ready, true
 	}
 	if _, ok := cs.held[m.Seq]; ok {
-		return nil, true
+		return ready, true
 	}
 	if m.Seq == cs.contig+1 {
 		ready = append(ready, entry{m, via})
@@ -85,7 +86,7 @@ func (t *tracker) add(m chatd.Message, via Via) (ready []entry, dup bool) {
 	if len(cs.held) > t.maxHeld {
 		cs.dropNewestLocked()
 	}
-	return nil, false
+	return ready, false
 }
 
 // skipTo declares every seq up to seq of chat gone from history (purged past
