@@ -97,10 +97,10 @@ func (h *held) beginRound() uint64 {
 
 // take fills the entries of refs (the outbox rows a round read, in id
 // order) that it holds, sets only the id of the others and returns their
-// indexes: the round reads them from the table. It also prunes what can no longer be in the
-// outbox: an entry offered before the read (mark) whose id the read did not
-// return, though it returned a higher id or the whole outbox (complete),
-// was relayed, set aside or deleted already.
+// indexes: the round reads them from the table. It also prunes what can no
+// longer be in the outbox: an entry offered before the read (mark) whose id
+// the read did not return, though it returned a higher id or the whole
+// outbox (complete), was relayed, set aside or deleted already.
 func (h *held) take(refs []store.OutboxRef, mark uint64, complete bool, out []store.OutboxEntry) (missing []int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
