@@ -53,10 +53,17 @@ type OutboxRef struct {
 
 // ReadOutboxIDs returns the ids (and commit times) of up to limit of the
 // oldest outbox rows, in id order, as ReadOutbox would return them, without
-// their messages: a walk of the primary key and a visit to each row's heap
-// tuple, and no join with history. The relay reads this when it holds most
-// of the messages in memory (handed over by this node's commits), and
-// ReadOutboxByID for the rest. limit is as for ReadOutbox.
+// their messages: a walk of the primary key and no join with history. The
+// relay reads this when it holds most of the messages in memory (handed
+// over by this node's commits), and ReadOutboxByID for the rest. limit is
+// as for ReadOutbox.
+//
+// Measured (EXPLAIN ANALYZE, BenchmarkReadOutbox, 256 rows): `select id`
+// alone plans an index-only scan, but the outbox churns too fast for its
+// pages to be all-visible, so it fetches every heap tuple anyway (same 9
+// buffers as the plain index scan); created_at, which keeps the relay's lag
+// metric measuring from commit, costs nothing more. Against the full read:
+// ~0.6 µs instead of ~10 µs per row, 140 instead of 1,450 bytes allocated.
 func (s *Store) ReadOutboxIDs(ctx context.Context, limit int) ([]OutboxRef, error) {
 	rows, err := s.pool.Query(ctx, `select id, created_at from outbox order by id limit $1`, outboxLimit(limit))
 	if err != nil {

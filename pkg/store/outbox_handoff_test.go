@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -96,5 +97,35 @@ func TestReadOutboxIDsAndByID(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("by id: got %v, want %v (id order, the deleted row left out)", got, want)
+	}
+}
+
+// BenchmarkReadOutbox compares a relay round's reads: the full read of the
+// oldest rows (joined with history) against the read of their ids alone,
+// which is all a round needs for the rows it holds in memory.
+func BenchmarkReadOutbox(b *testing.B) {
+	s, _ := mustOpen(b)
+	c := mustGroup(b, s, "alice", "bob")
+	for i := range 8 {
+		mustCommit(b, s, sends(c.ID, "alice", fmt.Sprint("b", i), 32))
+	}
+	ctx := context.Background()
+	const rows = 256
+	for _, tc := range []struct {
+		name string
+		read func() (int, error)
+	}{
+		{"full", func() (int, error) { e, err := s.ReadOutbox(ctx, rows); return len(e), err }},
+		{"ids", func() (int, error) { r, err := s.ReadOutboxIDs(ctx, rows); return len(r), err }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := tc.read(); err != nil || n != rows {
+					b.Fatalf("read %d rows (%v), want %d", n, err, rows)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
+		})
 	}
 }
