@@ -123,11 +123,13 @@ func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoM
 }
 
 // onCommit runs after each committed batch, after its senders were answered:
-// the fast path to local recipients, then the relay's wake-up.
+// the fast path to local recipients, then the hand-off of the batch to the
+// relay (kept only if this node's relay leads) and its wake-up.
 func (n *Node) onCommit(batch []store.Accepted) {
 	for i := range batch {
 		n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
 	}
+	n.Relay.Offer(batch)
 	n.Relay.Wake()
 }
 

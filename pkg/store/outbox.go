@@ -31,12 +31,6 @@ type OutboxEntry struct {
 // committed late with a lower id is still found on the next read.
 // limit <= 0 means DefaultOutboxLimit; it is capped at MaxOutboxLimit.
 func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error) {
-	switch {
-	case limit <= 0:
-		limit = DefaultOutboxLimit
-	case limit > MaxOutboxLimit:
-		limit = MaxOutboxLimit
-	}
 	rows, err := s.pool.Query(ctx, `
 		select o.id, o.recipients, o.created_at,
 		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at,
@@ -46,7 +40,76 @@ func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error
 		-- (the foreign key guarantees the row exists).
 		cross join lateral (select * from history h where h.id = o.history_id limit 1) h
 		order by o.id
-		limit $1`, limit)
+		limit $1`, outboxLimit(limit))
+	return collectOutbox(rows, err)
+}
+
+// OutboxRef is an outbox row without its message: what the relay reads when
+// it holds the message itself (see ReadOutboxIDs).
+type OutboxRef struct {
+	ID        int64
+	CreatedAt time.Time
+}
+
+// ReadOutboxIDs returns the ids (and commit times) of up to limit of the
+// oldest outbox rows, in id order, as ReadOutbox would return them, without
+// their messages: a walk of the primary key and no join with history. The
+// relay reads this when it holds most of the messages in memory (handed
+// over by this node's commits), and ReadOutboxByID for the rest. limit is
+// as for ReadOutbox.
+//
+// Measured (EXPLAIN ANALYZE, BenchmarkReadOutbox, 256 rows): `select id`
+// alone plans an index-only scan, but the outbox churns too fast for its
+// pages to be all-visible, so it fetches every heap tuple anyway (same 9
+// buffers as the plain index scan); created_at, which keeps the relay's lag
+// metric measuring from commit, costs nothing more. Against the full read:
+// ~0.6 µs instead of ~10 µs per row, 140 instead of 1,450 bytes allocated.
+func (s *Store) ReadOutboxIDs(ctx context.Context, limit int) ([]OutboxRef, error) {
+	rows, err := s.pool.Query(ctx, `select id, created_at from outbox order by id limit $1`, outboxLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("read outbox ids: %w", err)
+	}
+	refs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxRef, error) {
+		var ref OutboxRef
+		err := r.Scan(&ref.ID, &ref.CreatedAt)
+		ref.CreatedAt = ref.CreatedAt.UTC()
+		return ref, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox ids: %w", err)
+	}
+	return refs, nil
+}
+
+// ReadOutboxByID returns the outbox rows with the given ids, as ReadOutbox
+// returns them, in id order. An id no longer in the outbox is left out.
+func (s *Store) ReadOutboxByID(ctx context.Context, ids []int64) ([]OutboxEntry, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		select o.id, o.recipients, o.created_at,
+		       h.msg_id, h.cid, h.chat_id, h.sender, h.device, h.body, h.seq, h.created_at,
+		       h.kind, h.target, h.meta, h.emoji, h.react_on
+		from outbox o
+		cross join lateral (select * from history h where h.id = o.history_id limit 1) h
+		where o.id = any($1)
+		order by o.id`, ids)
+	return collectOutbox(rows, err)
+}
+
+func outboxLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultOutboxLimit
+	case limit > MaxOutboxLimit:
+		return MaxOutboxLimit
+	}
+	return limit
+}
+
+// collectOutbox scans the rows of ReadOutbox's select.
+func collectOutbox(rows pgx.Rows, err error) ([]OutboxEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}

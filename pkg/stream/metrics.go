@@ -10,11 +10,14 @@ type relayMetrics struct {
 	relayed  prometheus.Counter
 	errors   prometheus.Counter
 	setAside prometheus.Counter
-	leader   prometheus.Gauge
-	lag      prometheus.Histogram
+	// rows counts the rows rounds took, by where their message came from.
+	rowsMemory, rowsTable prometheus.Counter
+	holdDropped           prometheus.Counter
+	leader                prometheus.Gauge
+	lag                   prometheus.Histogram
 }
 
-func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
+func newRelayMetrics(reg prometheus.Registerer, h *held) *relayMetrics {
 	// promauto.With(nil) builds without registering (tests, a component
 	// used alone); a duplicate name on the app registry is a wiring bug and panics.
 	f := promauto.With(reg)
@@ -36,5 +39,15 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
+	rows := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_relay_rows_total", Help: "Outbox rows relay rounds took, by where their message came from: memory (handed over by this node's commit) or table (read back from PostgreSQL). A retried row counts again.",
+	}, []string{"source"})
+	m.rowsMemory, m.rowsTable = rows.WithLabelValues("memory"), rows.WithLabelValues("table")
+	m.holdDropped = f.NewCounter(prometheus.CounterOpts{
+		Name: "chatd_relay_hold_dropped_total", Help: "Committed entries the relay did not keep in memory because it held its bound already; their rows are read back from PostgreSQL.",
+	})
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chatd_relay_held", Help: "Committed entries the relay holds in memory, waiting to be published.",
+	}, func() float64 { return float64(h.len()) })
 	return m
 }

@@ -41,6 +41,8 @@ const (
 // Outbox is the PostgreSQL side the relay drains. *store.Store implements it.
 type Outbox interface {
 	ReadOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error)
+	ReadOutboxIDs(ctx context.Context, limit int) ([]store.OutboxRef, error)
+	ReadOutboxByID(ctx context.Context, ids []int64) ([]store.OutboxEntry, error)
 	DeleteOutbox(ctx context.Context, ids []int64) (int64, error)
 	SetAsideOutbox(ctx context.Context, id int64, reason string) error
 	TryRelayLock(ctx context.Context) (*store.RelayLock, bool, error)
@@ -76,6 +78,11 @@ type RelayConfig struct {
 	// With the link up (the stream not answering, as in a leader election)
 	// the bound is six times longer. Zero means 5 s.
 	StepDownAfter time.Duration
+	// Hold is how many committed entries (see Offer) the relay keeps in
+	// memory while it leads; offers beyond it are dropped and their rows
+	// read back from PostgreSQL. Zero means DefaultHold; negative holds
+	// nothing (every row is read back, as before the hand-off).
+	Hold int
 	// Now is the clock for lag metrics and the step-down timer. Nil means time.Now.
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -104,6 +111,12 @@ func (c *RelayConfig) setDefaults() error {
 	if c.StepDownAfter <= 0 {
 		c.StepDownAfter = DefaultStepDownAfter
 	}
+	if c.Hold == 0 {
+		c.Hold = DefaultHold
+	}
+	if c.Hold < 0 {
+		c.Hold = 0
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -124,6 +137,7 @@ type Relay struct {
 	nc      *nats.Conn
 	pub     jetstream.JetStream // the relay's own publisher (see RelayConfig.JS)
 	wake    chan struct{}
+	held    *held // this node's commits, handed over while it leads
 	metrics *relayMetrics
 	active  atomic.Bool
 }
@@ -146,10 +160,11 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, fmt.Errorf("stream: relay publisher: %w", err)
 	}
 	log := cfg.Logger.With("component", "relay")
+	h := newHeld(cfg.Hold)
 	return &Relay{
-		cfg: cfg, log: log, nc: nc, pub: pub,
+		cfg: cfg, log: log, nc: nc, pub: pub, held: h,
 		sampled: logsample.New(log, logsample.Config{Now: cfg.Now}),
-		wake:    make(chan struct{}, 1), metrics: newRelayMetrics(cfg.Registerer),
+		wake:    make(chan struct{}, 1), metrics: newRelayMetrics(cfg.Registerer, h),
 	}, nil
 }
 
@@ -165,5 +180,25 @@ func (r *Relay) Wake() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// Offer hands the relay the entries of a batch this node just committed, so
+// that it publishes them without reading them back from PostgreSQL. Call it
+// after the commit, before Wake. It keeps them only while this relay leads
+// and up to RelayConfig.Hold; whatever it does not keep is read from the
+// outbox as any other node's rows are. It never blocks on I/O and does not
+// modify batch.
+//
+// The relay publishes a held message as it was committed. If it is edited
+// or deleted before the relay gets to it, reading it back would publish its
+// current state instead (the new body, or an empty one once deleted); the
+// held version is what the fast path already sent to this node's
+// recipients, and the edit or deletion is an event of its own, later in the
+// same chat's order, that every recipient applies after it.
+func (r *Relay) Offer(batch []store.Accepted) {
+	_, dropped := r.held.offer(batch)
+	if dropped > 0 {
+		r.metrics.holdDropped.Add(float64(dropped))
 	}
 }

@@ -44,13 +44,69 @@ func (r *Relay) round(ctx context.Context) (read, done int, err error) {
 		// another node has relayed them.
 		return 0, 0, fmt.Errorf("%w: %w", errPublish, errNotConnected)
 	}
-	entries, err := r.cfg.Outbox.ReadOutbox(ctx, r.cfg.Batch)
+	entries, err := r.read(ctx)
 	if err != nil || len(entries) == 0 {
 		return 0, 0, err
 	}
 	results := r.publishAll(ctx, entries)
 	done, err = r.finish(ctx, entries, results)
 	return len(entries), done, err
+}
+
+// read returns the oldest outbox rows, in id order. With nothing held it
+// reads them in full, as every relay did before the hand-off (one query).
+// Otherwise it reads only their ids, takes the messages it holds, and reads
+// the others in full by id: the ids come from the table, so the round
+// publishes exactly what a full read would have returned, and an entry held
+// but no longer in the outbox is never published.
+func (r *Relay) read(ctx context.Context) ([]store.OutboxEntry, error) {
+	if r.held.len() == 0 {
+		entries, err := r.cfg.Outbox.ReadOutbox(ctx, r.cfg.Batch)
+		r.metrics.rowsTable.Add(float64(len(entries)))
+		return entries, err
+	}
+	mark := r.held.beginRound()
+	refs, err := r.cfg.Outbox.ReadOutboxIDs(ctx, r.cfg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]store.OutboxEntry, len(refs))
+	missing := r.held.take(refs, mark, len(refs) < r.cfg.Batch, entries)
+	r.metrics.rowsMemory.Add(float64(len(refs) - len(missing)))
+	if len(missing) == 0 {
+		return entries, nil
+	}
+	ids := make([]int64, len(missing))
+	for k, i := range missing {
+		ids[k] = refs[i].ID
+	}
+	rows, err := r.cfg.Outbox.ReadOutboxByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	r.metrics.rowsTable.Add(float64(len(rows)))
+	return merge(entries, missing, rows), nil
+}
+
+// merge puts rows (read by id, in id order) into entries at the indexes
+// missing (in order). A missing row that rows lacks left the outbox between
+// the two reads (another relay's delete, if this one lost its lock) and is
+// dropped from the round rather than published from nothing.
+func merge(entries []store.OutboxEntry, missing []int, rows []store.OutboxEntry) []store.OutboxEntry {
+	out := entries[:0]
+	j, k := 0, 0
+	for i := range entries {
+		if k < len(missing) && missing[k] == i {
+			k++
+			if j < len(rows) && rows[j].ID == entries[i].ID {
+				out = append(out, rows[j])
+				j++
+			}
+			continue
+		}
+		out = append(out, entries[i])
+	}
+	return out
 }
 
 // publishAll publishes entries in order and waits for every future: a round
@@ -132,6 +188,7 @@ func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results
 			// the stream's duplicate window drops the copies.
 			return 0, fmt.Errorf("delete relayed rows: %w", err)
 		}
+		r.held.drop(ids)
 		r.metrics.relayed.Add(float64(len(ids)))
 	}
 	return done, failed
@@ -155,6 +212,7 @@ func (r *Relay) setAside(ctx context.Context, e *store.OutboxEntry, reason error
 	if err := r.cfg.Outbox.SetAsideOutbox(ctx, e.ID, reason.Error()); err != nil {
 		return err
 	}
+	r.held.drop([]int64{e.ID})
 	r.metrics.setAside.Inc()
 	r.log.Error("relay set aside an outbox row it can never publish; its recipients recover it from history; the row is kept in outbox_set_aside",
 		"chat", e.Message.Chat, "msg_id", e.Message.ID, "outbox_id", e.ID, "reason", reason)
