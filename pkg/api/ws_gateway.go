@@ -8,8 +8,9 @@ import (
 	"sync"
 
 	"github.com/chatd/chatd/pkg/wire"
-	"github.com/gofiber/contrib/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // gateway owns the WebSocket side: the upgrade checks, and the set of live
@@ -44,7 +45,7 @@ func newGateway(s *Server) *gateway {
 // shutting down or while live delivery is not ready, 403 for
 // a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
 func (g *gateway) preUpgrade(c *fiber.Ctx) error {
-	if !websocket.IsWebSocketUpgrade(c) {
+	if !websocket.FastHTTPIsWebSocketUpgrade(c.Context()) {
 		return writeError(c, fiber.StatusUpgradeRequired, wire.CodeInvalid, "websocket upgrade required")
 	}
 	if g.closing() {
@@ -86,15 +87,18 @@ func (g *gateway) originAllowed(origin, host string) bool {
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }
 
-// upgrade is the contrib/websocket handler. The origin was checked in
-// preUpgrade (where a refusal can be a clear 403), hence "*" here.
-// Compression stays off: frames are small and per-message deflate costs
-// memory per connection. The read limit is enforced by the session itself
-// (see readFrame) because the library's limit answers with 1009, not the
-// contract's 4400.
+// upgrade upgrades to a WebSocket with fasthttp/websocket's upgrader
+// directly: gofiber/contrib/websocket would copy every header, query
+// (the token too), cookie and local into maps that live as long as the
+// socket, ~1 KiB per idle connection for values no session reads. The
+// origin was checked in preUpgrade (where a refusal can be a clear 403),
+// hence any origin here. Compression stays off: frames are small and
+// per-message deflate costs memory per connection. The read limit is
+// enforced by the session itself (see readFrame) because the library's
+// limit answers with 1009, not the contract's 4400.
 func (g *gateway) upgrade() fiber.Handler {
-	return websocket.New(g.serve, websocket.Config{
-		Origins:           []string{"*"},
+	up := websocket.FastHTTPUpgrader{
+		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: false,
 
 		// Small read buffer: frames are small and larger ones still read
@@ -103,23 +107,26 @@ func (g *gateway) upgrade() fiber.Handler {
 		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
 		WriteBufferPool: &g.writeBuffers,
-		RecoverHandler:  g.recovered,
-	})
-}
-
-// recovered replaces the library's panic handler, which writes to the
-// socket from the handler goroutine and would race the session's writer.
-func (g *gateway) recovered(c *websocket.Conn) {
-	if r := recover(); r != nil {
-		g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
+	}
+	return func(c *fiber.Ctx) error {
+		id, _ := c.Locals(identityKey).(Identity)
+		if err := up.Upgrade(c.Context(), func(conn *websocket.Conn) { g.serve(conn, id) }); err != nil {
+			return fiber.ErrUpgradeRequired
+		}
+		return nil
 	}
 }
 
-// serve runs one connection for its whole life: the library pools the conn
-// once this returns, so nothing may use it afterwards.
-func (g *gateway) serve(conn *websocket.Conn) {
-	id, _ := conn.Locals(identityKey).(Identity)
-	s := newSession(g, conn.Conn, id)
+// serve runs one connection for its whole life: fasthttp closes the socket
+// once this returns, so nothing may use it afterwards. A panic is logged
+// and ends only this connection.
+func (g *gateway) serve(conn *websocket.Conn, id Identity) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	s := newSession(g, conn, id)
 	if !g.add(s) {
 		s.refuse("server shutting down")
 		return
