@@ -101,6 +101,10 @@ func New(cfg Config) (*Server, error) {
 		// server goroutine) forever. WebSockets set their own deadlines.
 		IdleTimeout: 2 * time.Minute,
 	})
+	// A WebSocket's session outlives fasthttp's hijack handler and closes
+	// its own socket (see gateway.serve); without this fasthttp would close
+	// the socket when the handler returns.
+	s.app.Server().KeepHijackedConns = true
 	s.routes()
 	return s, nil
 }
