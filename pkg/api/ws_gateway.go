@@ -103,10 +103,12 @@ func (g *gateway) upgrade() fiber.Handler {
 		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: false,
 
-		// Small read buffer: frames are small and larger ones still read
-		// through it. Write buffers come from a pool and are held only while
-		// a frame is written, so an idle connection costs no write buffer.
-		ReadBufferSize:  1024,
+		// Small read buffer, kept by every idle connection: a typical
+		// client frame (a send of a short message) fits in one read, and
+		// larger ones read through it (bufio reads past it straight into
+		// the frame's buffer). Write buffers come from a pool and are held
+		// only while a frame is written, so an idle connection costs none.
+		ReadBufferSize:  256,
 		WriteBufferSize: 4096,
 		WriteBufferPool: &g.writeBuffers,
 	}
