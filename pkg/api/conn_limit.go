@@ -24,16 +24,19 @@ const refusalWriteTimeout = 100 * time.Millisecond
 // hold clients silently. Safe for concurrent use.
 type limitListener struct {
 	net.Listener
-	max     int64
-	open    atomic.Int64
-	metrics *metrics
-	log     *slog.Logger
+	max int64
+	// readTimeout bounds a connection's first request from accept (see
+	// limitedConn.firstBy).
+	readTimeout time.Duration
+	open        atomic.Int64
+	metrics     *metrics
+	log         *slog.Logger
 	// lastWarn rate-limits the refusal log to one a minute (unix nanos).
 	lastWarn atomic.Int64
 }
 
-func newLimitListener(ln net.Listener, maxConns int, m *metrics, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, max: int64(maxConns), metrics: m, log: log}
+func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, m *metrics, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, max: int64(maxConns), readTimeout: readTimeout, metrics: m, log: log}
 }
 
 // Accept returns the next connection under the cap, refusing those over it.
@@ -49,7 +52,15 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.metrics.httpConns.Inc()
-		return &limitedConn{Conn: c, l: l}, nil
+		by := time.Now().Add(l.readTimeout)
+		if err := c.SetReadDeadline(by); err != nil {
+			l.release()
+			_ = c.Close()
+			continue
+		}
+		lc := &limitedConn{Conn: c, l: l}
+		lc.firstBy.Store(by.UnixNano())
+		return lc, nil
 	}
 }
 
@@ -70,11 +81,27 @@ func (l *limitListener) release() {
 	l.metrics.httpConns.Dec()
 }
 
-// limitedConn gives its slot back on the first Close.
+// limitedConn gives its slot back on the first Close, and keeps the first
+// request within ReadTimeout of accept. With ReduceMemoryUsage (see New)
+// fasthttp waits for a connection's first byte with no deadline and sets
+// ReadTimeout only once that byte is in; so Accept sets the deadline, and
+// fasthttp's first SetReadDeadline may not move it later.
 type limitedConn struct {
 	net.Conn
 	l    *limitListener
 	once sync.Once
+	// firstBy is the first request's deadline (unix nanos) until the first
+	// SetReadDeadline consumes it; then 0.
+	firstBy atomic.Int64
+}
+
+// SetReadDeadline is net.Conn's, except that the first call cannot extend
+// the deadline set at accept.
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if by := c.firstBy.Swap(0); by != 0 && (t.IsZero() || t.UnixNano() > by) {
+		t = time.Unix(0, by)
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *limitedConn) Close() error {

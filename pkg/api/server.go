@@ -87,6 +87,11 @@ func New(cfg Config) (*Server, error) {
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
 		// fasthttp's read buffer is the header limit (see MaxHeaderBytes).
 		ReadBufferSize: cfg.MaxHeaderBytes,
+		// fasthttp returns that buffer to its pool once a request is read
+		// unless bytes past the request are buffered. Without this, an
+		// upgraded WebSocket keeps the buffer for its whole life (the
+		// hijacked socket reads through it): 4 KiB per idle connection.
+		ReduceMemoryUsage: true,
 		// fasthttp sets this deadline before reading each request and
 		// clears it when a WebSocket takes over the connection, so it
 		// bounds plain requests only.
@@ -96,6 +101,10 @@ func New(cfg Config) (*Server, error) {
 		// server goroutine) forever. WebSockets set their own deadlines.
 		IdleTimeout: 2 * time.Minute,
 	})
+	// A WebSocket's session outlives fasthttp's hijack handler and closes
+	// its own socket (see gateway.serve); without this fasthttp would close
+	// the socket when the handler returns.
+	s.app.Server().KeepHijackedConns = true
 	s.routes()
 	return s, nil
 }
@@ -157,7 +166,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); keys.run(rctx) }()
 		defer func() { stop(); <-done }()
 	}
-	ln = newLimitListener(ln, s.cfg.MaxConnections, s.metrics, s.log)
+	ln = newLimitListener(ln, s.cfg.MaxConnections, s.cfg.ReadTimeout, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {

@@ -74,11 +74,11 @@ func (s *session) onAuth(f wire.ClientFrame) {
 	id, err := s.g.srv.verifier.verify(f.Token)
 	switch {
 	case err != nil:
-		s.log.Debug("token refresh refused", "err", err)
+		s.logger().Debug("token refresh refused", "err", err)
 		s.refuseRefresh("refresh token invalid or expired")
 		return
 	case id.User != s.id.User || id.Device != s.id.Device:
-		s.log.Debug("token refresh refused", "sub", id.User, "dev", id.Device)
+		s.logger().Debug("token refresh refused", "sub", id.User, "dev", id.Device)
 		s.refuseRefresh("refresh token names another user or device")
 		return
 	}

@@ -3,13 +3,16 @@ package api
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 
 	"github.com/chatd/chatd/pkg/wire"
-	"github.com/gofiber/contrib/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // gateway owns the WebSocket side: the upgrade checks, and the set of live
@@ -44,7 +47,7 @@ func newGateway(s *Server) *gateway {
 // shutting down or while live delivery is not ready, 403 for
 // a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
 func (g *gateway) preUpgrade(c *fiber.Ctx) error {
-	if !websocket.IsWebSocketUpgrade(c) {
+	if !websocket.FastHTTPIsWebSocketUpgrade(c.Context()) {
 		return writeError(c, fiber.StatusUpgradeRequired, wire.CodeInvalid, "websocket upgrade required")
 	}
 	if g.closing() {
@@ -86,48 +89,94 @@ func (g *gateway) originAllowed(origin, host string) bool {
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }
 
-// upgrade is the contrib/websocket handler. The origin was checked in
-// preUpgrade (where a refusal can be a clear 403), hence "*" here.
-// Compression stays off: frames are small and per-message deflate costs
-// memory per connection. The read limit is enforced by the session itself
-// (see readFrame) because the library's limit answers with 1009, not the
-// contract's 4400.
+// upgrade upgrades to a WebSocket with fasthttp/websocket's upgrader
+// directly: gofiber/contrib/websocket would copy every header, query
+// (the token too), cookie and local into maps that live as long as the
+// socket, ~1 KiB per idle connection for values no session reads. The
+// origin was checked in preUpgrade (where a refusal can be a clear 403),
+// hence any origin here. Compression stays off: frames are small and
+// per-message deflate costs memory per connection. The read limit is
+// enforced by the session itself (see readFrame) because the library's
+// limit answers with 1009, not the contract's 4400.
 func (g *gateway) upgrade() fiber.Handler {
-	return websocket.New(g.serve, websocket.Config{
-		Origins:           []string{"*"},
+	up := websocket.FastHTTPUpgrader{
+		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: false,
 
-		// Small read buffer: frames are small and larger ones still read
-		// through it. Write buffers come from a pool and are held only while
-		// a frame is written, so an idle connection costs no write buffer.
-		ReadBufferSize:  1024,
+		// Small read buffer, kept by every idle connection: a typical
+		// client frame (a send of a short message) fits in one read, and
+		// larger ones read through it (bufio reads past it straight into
+		// the frame's buffer). Write buffers come from a pool and are held
+		// only while a frame is written, so an idle connection costs none.
+		ReadBufferSize:  256,
 		WriteBufferSize: 4096,
 		WriteBufferPool: &g.writeBuffers,
-		RecoverHandler:  g.recovered,
-	})
-}
-
-// recovered replaces the library's panic handler, which writes to the
-// socket from the handler goroutine and would race the session's writer.
-func (g *gateway) recovered(c *websocket.Conn) {
-	if r := recover(); r != nil {
-		g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
+	}
+	return func(c *fiber.Ctx) error {
+		id, _ := c.Locals(identityKey).(Identity)
+		if err := up.Upgrade(c.Context(), func(conn *websocket.Conn) { g.serve(conn, id) }); err != nil {
+			return fiber.ErrUpgradeRequired
+		}
+		return nil
 	}
 }
 
-// serve runs one connection for its whole life: the library pools the conn
-// once this returns, so nothing may use it afterwards.
-func (g *gateway) serve(conn *websocket.Conn) {
-	id, _ := conn.Locals(identityKey).(Identity)
-	s := newSession(g, conn.Conn, id)
+// serve starts one connection's session. It normally returns at once and
+// the session runs on a goroutine of its own: fasthttp (KeepHijackedConns,
+// see New) then releases the request's context, headers and token, and
+// the idle session's stack holds only its own frames. That needs the
+// hijacked socket to read straight from the network (see readsSocket);
+// otherwise the session runs here, as long as the socket lives.
+func (g *gateway) serve(conn *websocket.Conn, id Identity) {
+	s := newSession(g, conn, id)
 	if !g.add(s) {
 		s.refuse("server shutting down")
+		_ = conn.Close()
 		return
 	}
+	if readsSocket(conn.NetConn()) {
+		go g.runSession(s)
+		return
+	}
+	g.runSession(s)
+}
+
+// runSession runs s until it ends and then closes its socket, which
+// fasthttp leaves open (KeepHijackedConns). The socket is closed before
+// the session counts as gone, so shutdown returns with every socket
+// closed. A panic is logged and ends only this connection.
+func (g *gateway) runSession(s *session) {
 	defer g.remove(s)
+	defer func() {
+		if r := recover(); r != nil {
+			g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
+		}
+		_ = s.conn.Close()
+	}()
 	g.metrics.connections.Inc()
 	defer g.metrics.connections.Dec()
 	s.run()
+}
+
+// socketConn is what fasthttp's hijacked connection reads from when no
+// bytes were left over in its request buffer: our listener's connection.
+var socketConn = reflect.TypeFor[*limitedConn]()
+
+// readsSocket reports whether c, fasthttp's hijacked connection, reads
+// straight from the socket. When the client sent bytes past its upgrade
+// request, c reads through fasthttp's request buffer instead, and fasthttp
+// v1.52 pools that buffer again as soon as the hijack handler returns, even
+// with KeepHijackedConns (fixed upstream in valyala/fasthttp#2184): the
+// handler must then live as long as the socket. fasthttp has no accessor
+// for this, so it is read with reflection; any other layout is treated as
+// buffered, which is always safe.
+func readsSocket(c net.Conn) bool {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	r := v.Elem().FieldByName("r")
+	return r.IsValid() && r.Kind() == reflect.Interface && !r.IsNil() && r.Elem().Type() == socketConn
 }
 
 func (g *gateway) add(s *session) bool {

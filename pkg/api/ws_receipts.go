@@ -88,7 +88,7 @@ func (m *readMarker) store(chat, upto string) {
 	}
 	members, err := s.g.srv.members.members(ctx, chat, s.id.User)
 	if err != nil {
-		s.log.Debug("receipt fan-out: load chat", "chat", chat, "err", err)
+		s.logger().Debug("receipt fan-out: load chat", "chat", chat, "err", err)
 		return
 	}
 	sig := chatd.Signal{

@@ -59,7 +59,6 @@ type session struct {
 	g    *gateway
 	conn *websocket.Conn
 	id   Identity
-	log  *slog.Logger
 
 	out  *outQueue
 	stop chan struct{} // closed once the close code is chosen
@@ -88,13 +87,20 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		g:      g,
 		conn:   conn,
 		id:     id,
-		log:    g.srv.log.With("user", id.User, "device", id.Device),
 		out:    newOutQueue(g.cfg.OutboundQueue),
 		stop:   make(chan struct{}),
 		limits: newSendLimits(g.cfg),
 	}
 	s.reads.s = s
 	return s
+}
+
+// logger tags the server's logger with the session's identity. It is built
+// when a (rare) session log line is written rather than kept per session:
+// a tagged logger holds a few hundred bytes, for each of thousands of idle
+// sessions.
+func (s *session) logger() *slog.Logger {
+	return s.g.srv.log.With("user", s.id.User, "device", s.id.Device)
 }
 
 // User is the session's user (push.Conn).
@@ -202,7 +208,7 @@ func (s *session) run() {
 	// close frame here is safe.
 	if err := d.Attach(s); err != nil {
 		s.closeWith(wire.CloseGoingAway, "live delivery not ready")
-		s.log.Info("session refused", "err", err)
+		s.logger().Info("session refused", "err", err)
 		s.refuse("live delivery not ready; reconnect")
 		return
 	}
@@ -278,7 +284,7 @@ func (s *session) writeRun() {
 				data = buf
 			}
 			if err := s.write(data); err != nil {
-				s.log.Debug("websocket write failed", "err", err)
+				s.logger().Debug("websocket write failed", "err", err)
 				s.closeWith(closeNone, "")
 				s.abort()
 				return
