@@ -1,10 +1,12 @@
 package api
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +35,26 @@ type limitListener struct {
 	log         *slog.Logger
 	// lastWarn rate-limits the refusal log to one a minute (unix nanos).
 	lastWarn atomic.Int64
+	// lastFDWarn does the same for running out of file descriptors.
+	lastFDWarn atomic.Int64
+}
+
+// Accept's wait after an error a later accept can get past (out of file
+// descriptors, a connection aborted before it was taken), doubling up to
+// the max, as net/http's server does. Returning the error would stop the
+// server: fasthttp treats it as the end of serving.
+const (
+	acceptRetryMin = 5 * time.Millisecond
+	acceptRetryMax = time.Second
+)
+
+// retryableAccept reports an accept error that passes: the process or the
+// system is out of file descriptors until connections close, or the peer
+// gave up before the connection was taken.
+func retryableAccept(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) ||
+		errors.Is(err, syscall.ECONNABORTED)
 }
 
 func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, m *metrics, log *slog.Logger) *limitListener {
@@ -41,11 +63,19 @@ func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, 
 
 // Accept returns the next connection under the cap, refusing those over it.
 func (l *limitListener) Accept() (net.Conn, error) {
+	var wait time.Duration
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
-			return nil, err
+			if !retryableAccept(err) {
+				return nil, err
+			}
+			wait = min(max(2*wait, acceptRetryMin), acceptRetryMax)
+			l.warnAcceptRetry(err, wait)
+			time.Sleep(wait)
+			continue
 		}
+		wait = 0
 		if n := l.open.Add(1); n > l.max {
 			l.open.Add(-1)
 			l.refuse(c)
@@ -73,6 +103,15 @@ func (l *limitListener) refuse(c net.Conn) {
 	if last := l.lastWarn.Load(); now-last > int64(time.Minute) && l.lastWarn.CompareAndSwap(last, now) {
 		l.log.Warn("refusing connections: --max-connections are open; raise it (and the open-file limit) or add nodes",
 			"max_connections", l.max)
+	}
+}
+
+func (l *limitListener) warnAcceptRetry(err error, wait time.Duration) {
+	l.metrics.httpAcceptRetries.Inc()
+	now := time.Now().UnixNano()
+	if last := l.lastFDWarn.Load(); now-last > int64(time.Minute) && l.lastFDWarn.CompareAndSwap(last, now) {
+		l.log.Warn("accepting connections failed; retrying: if out of file descriptors, raise the open-file limit (systemd LimitNOFILE, ulimit -n) above --max-connections plus the connections to PostgreSQL and NATS, or lower --max-connections",
+			"err", err, "retry_in", wait, "max_connections", l.max)
 	}
 }
 

@@ -18,6 +18,8 @@ type metrics struct {
 	responses   *prometheus.CounterVec // REST responses by status
 	httpConns   prometheus.Gauge       // open TCP connections on the listener
 	httpRefused prometheus.Counter     // connections refused over MaxConnections
+	// httpAcceptRetries counts accept errors waited out (out of file descriptors).
+	httpAcceptRetries prometheus.Counter
 
 	tokenRefreshes *prometheus.CounterVec // in-band token refreshes, by result (ok, refused)
 	tokenExpired   prometheus.Counter     // sessions closed 4401 because their token expired
@@ -54,6 +56,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		httpRefused: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_http_connections_refused_total", Help: "Connections answered 503 and closed because --max-connections were open.",
+		}),
+		httpAcceptRetries: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_http_accept_retries_total", Help: "Accept errors the HTTP listener waited out and retried (e.g. out of file descriptors).",
 		}),
 
 		tokenRefreshes: f.NewCounterVec(prometheus.CounterOpts{

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// flakyListener fails its first accepts the way a process out of file
+// descriptors does, then accepts for real.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (f *flakyListener) Accept() (net.Conn, error) {
+	if f.fails > 0 {
+		f.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return f.Listener.Accept()
+}
+
+// Running out of file descriptors is waited out, not returned: fasthttp
+// stops serving on an accept error, and chatd then shut down entirely
+// ("api serve: accept tcp …: accept4: too many open files", seen with
+// 10,000 group members and the HTTP connections of their history reads).
+func TestAcceptWaitsOutRunningOutOfFileDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	m := newMetrics(nil)
+	ll := newLimitListener(&flakyListener{Listener: ln, fails: 3}, 10, 5*time.Second, m, slog.New(slog.DiscardHandler))
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ll.Accept()
+		got <- result{c, err}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("Accept returned %v: the server would stop serving", r.err)
+		}
+		r.c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept did not return the connection after the errors passed")
+	}
+	var retries dto.Metric
+	if err := m.httpAcceptRetries.Write(&retries); err != nil {
+		t.Fatal(err)
+	}
+	if n := retries.GetCounter().GetValue(); n != 3 {
+		t.Fatalf("chatd_http_accept_retries_total = %v, want 3", n)
+	}
+
+	// Any other error still ends Accept (a closed listener ends serving).
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	ln2.Close()
+	ll2 := newLimitListener(ln2, 10, time.Second, newMetrics(nil), slog.New(slog.DiscardHandler))
+	if _, err := ll2.Accept(); err == nil || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept on a closed listener: got %v, want net.ErrClosed", err)
+	}
+}
