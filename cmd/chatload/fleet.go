@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,12 @@ type fleet struct {
 	rec     *recorder
 	clients []*loadClient
 	body    string
+	// http makes every client's REST calls (history, reads) through one
+	// pool of connections, as an app's backend or a browser per origin
+	// would. A transport per client kept an idle connection per client
+	// beside its WebSocket: with 10,000 group members that was 20,000
+	// sockets, over chatd's --max-connections and the open-file limit.
+	http *http.Client
 
 	loadStop chan struct{} // closed when the load stops: stalls end, drops stop
 	stopOnce sync.Once
@@ -61,7 +68,7 @@ type fleet struct {
 // newFleet creates the clients (not yet connected). A shuffled permutation
 // picks the stalling and the dropping clients, disjoint sets.
 func newFleet(cfg *Config, p *plan, rec *recorder, t *target) (*fleet, error) {
-	f := &fleet{cfg: cfg, plan: p, rec: rec, loadStop: make(chan struct{}), body: strings.Repeat("x", cfg.BodyBytes)}
+	f := &fleet{cfg: cfg, plan: p, rec: rec, loadStop: make(chan struct{}), body: strings.Repeat("x", cfg.BodyBytes), http: sharedHTTP()}
 	f.sendCtx, f.sendCancel = context.WithCancel(context.Background())
 	if cfg.Scenario == scenarioMixed {
 		f.mix = newMixState(cfg, p)
@@ -94,7 +101,7 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 		return nil, fmt.Errorf("token for %s: %w", user, err)
 	}
 	lc := &loadClient{idx: i, jobs: make(chan func()), connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
-	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger}
+	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger, HTTPClient: f.http}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
 		// reading, and so its acks, at once instead of after 1024 events.
@@ -386,4 +393,11 @@ func (f *fleet) closeProxies() {
 			lc.proxy.Close()
 		}
 	}
+}
+
+// sharedHTTP is the clients' REST pool: up to 256 connections per node.
+func sharedHTTP() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 256, 256, 256
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr}
 }
