@@ -134,10 +134,7 @@ func messageField(p *jsonfast.Parser, key []byte, m *Message) bool {
 	case "seq":
 		m.Seq, ok = p.Int64()
 	case "ts":
-		var tok []byte
-		if tok, ok = p.Quoted(); ok {
-			ok = m.TS.UnmarshalJSON(tok) == nil
-		}
+		ok = p.Time(&m.TS)
 	case "kind":
 		var k string
 		k, ok = p.String()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -205,6 +206,13 @@ func (p *Parser) Quoted() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Time decodes a string token into t as time.Time's own JSON decoding
+// does (RFC 3339).
+func (p *Parser) Time(t *time.Time) bool {
+	tok, ok := p.Quoted()
+	return ok && t.UnmarshalJSON(tok) == nil
 }
 
 // Strings decodes an array of strings.

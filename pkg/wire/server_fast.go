@@ -38,7 +38,7 @@ func serverField(p *jsonfast.Parser, key []byte, f *ServerFrame) bool {
 	case "seq":
 		f.Seq, ok = p.Int64()
 	case "ts":
-		ok = decodeTime(p, &f.TS)
+		ok = p.Time(&f.TS)
 	case "code":
 		var s string
 		s, ok = p.String()
@@ -71,20 +71,14 @@ func serverField(p *jsonfast.Parser, key []byte, f *ServerFrame) bool {
 		f.On = &on
 	case "edited_at":
 		var at time.Time
-		ok = decodeTime(p, &at)
+		ok = p.Time(&at)
 		f.EditedAt = &at
 	case "deleted":
 		f.Deleted, ok = p.Bool()
 	case "online":
 		f.Online, ok = p.Bool()
 	case "last_seen":
-		ok = decodeTime(p, &f.LastSeen)
+		ok = p.Time(&f.LastSeen)
 	}
 	return ok
-}
-
-// decodeTime decodes a JSON string time as time.Time's UnmarshalJSON does.
-func decodeTime(p *jsonfast.Parser, t *time.Time) bool {
-	tok, ok := p.Quoted()
-	return ok && t.UnmarshalJSON(tok) == nil
 }
