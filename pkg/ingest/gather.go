@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// gatherer builds group-commit batches from a bounded queue. Sends and read
-// receipts batch the same way; only what a batch is committed as differs.
+// gatherer builds the read-receipt batches from a bounded queue (sends are
+// batched by the dispatcher, which also keeps chats apart).
 type gatherer[T any] struct {
 	queue <-chan T
 	max   int

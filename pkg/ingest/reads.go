@@ -52,8 +52,9 @@ type Reads struct {
 }
 
 type readReq struct {
-	mark store.ReadMark
-	done chan store.ReadResult // 1-buffered
+	mark   store.ReadMark
+	done   chan store.ReadResult // 1-buffered
+	queued time.Time             // its batch's gather window starts here
 }
 
 // NewReads returns a Reads; call Run.
@@ -86,7 +87,7 @@ func NewReads(cfg ReadsConfig) (*Reads, error) {
 // chatd.ErrOverloaded when the queue is full, chatd.ErrClosed after
 // shutdown, or ctx's error.
 func (r *Reads) MarkRead(ctx context.Context, user, chat, upto string) (chatd.ReadPosition, error) {
-	req := readReq{mark: store.ReadMark{User: user, Chat: chat, Upto: upto}, done: make(chan store.ReadResult, 1)}
+	req := readReq{mark: store.ReadMark{User: user, Chat: chat, Upto: upto}, done: make(chan store.ReadResult, 1), queued: time.Now()}
 	if err := r.enqueue(req); err != nil {
 		return chatd.ReadPosition{}, err
 	}
@@ -130,7 +131,7 @@ func (r *Reads) Run(ctx context.Context) error {
 			}
 			return nil
 		case req := <-r.queue:
-			batch = g.fill(ctx, append(batch[:0], req), time.Now())
+			batch = g.fill(ctx, append(batch[:0], req), req.queued)
 			r.commit(batch)
 		}
 	}
