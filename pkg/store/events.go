@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -166,11 +165,12 @@ func (p *commitPlan) eventColumns() eventColumns {
 	return c
 }
 
-// updateTargets writes the new state of every target the batch changed and,
-// for a message deleted in it, erases the bodies of its edit events (they
-// stay in the log as events with body ""). It runs after the events'
-// inserts, so an edit accepted in the same batch as the delete is erased too.
-func (p *commitPlan) updateTargets(ctx context.Context, tx pgx.Tx) error {
+// queueTargetUpdates queues the statements that write the new state of every
+// target the batch changed and, for a message deleted in it, erase the
+// bodies of its edit events (they stay in the log as events with body "").
+// It returns how many it queued. They are queued after the events' inserts,
+// so an edit accepted in the same batch as the delete is erased too.
+func (p *commitPlan) queueTargetUpdates(b *pgx.Batch) (int, error) {
 	var ids, bodies []string
 	var edited []*time.Time
 	var deleted []bool
@@ -184,7 +184,7 @@ func (p *commitPlan) updateTargets(ctx context.Context, tx pgx.Tx) error {
 		if len(t.reactions) > 0 {
 			b, err := json.Marshal(t.reactions)
 			if err != nil {
-				return fmt.Errorf("encode reactions: %w", err)
+				return 0, fmt.Errorf("encode reactions: %w", err)
 			}
 			s := string(b)
 			rx = &s
@@ -196,21 +196,17 @@ func (p *commitPlan) updateTargets(ctx context.Context, tx pgx.Tx) error {
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
-	if _, err := tx.Exec(ctx, `update history h
+	b.Queue(`update history h
 		set body = u.body, edited_at = u.edited_at, deleted = u.deleted, reactions = u.reactions::jsonb,
 		    meta = case when u.deleted then null else h.meta end
 		from unnest($1::text[], $2::text[], $3::timestamptz[], $4::bool[], $5::text[])
 			as u(msg_id, body, edited_at, deleted, reactions)
-		where h.msg_id = u.msg_id`, ids, bodies, edited, deleted, reactions); err != nil {
-		return fmt.Errorf("update targets: %w", err)
-	}
+		where h.msg_id = u.msg_id`, ids, bodies, edited, deleted, reactions)
 	if len(erased) == 0 {
-		return nil
+		return 1, nil
 	}
-	if _, err := tx.Exec(ctx, `update history set body = '' where target = any($1) and kind = 'edit'`, erased); err != nil {
-		return fmt.Errorf("erase edits: %w", err)
-	}
-	return nil
+	b.Queue(`update history set body = '' where target = any($1) and kind = 'edit'`, erased)
+	return 2, nil
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer, if set, sees every statement the pool's connections run (and
+	// every pipelined batch, if it also implements pgx.BatchTracer): a hook
+	// for query tracing, and how the tests count round trips.
+	Tracer pgx.QueryTracer
 }
 
 // Store is a handle on chatd's PostgreSQL database. Create it with Open and
@@ -65,6 +70,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("open store: parse dsn: %w", err)
 	}
 	pcfg.MaxConns = cfg.MaxConns
+	if cfg.Tracer != nil {
+		pcfg.ConnConfig.Tracer = cfg.Tracer
+	}
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = DefaultMaxConns
 	}
