@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -10,10 +11,14 @@ import (
 
 // readLoop reads frames until the connection ends and returns why, as a
 // *CloseError. Every frame, pongs included, extends the read deadline. One
-// frame value is decoded into again and again: the handlers copy what they
-// keep.
+// frame value is decoded into again and again, and one buffer read into:
+// the decoder copies every string and the handlers copy what they keep, so
+// a delivery allocates no frame-sized slice (ReadMessage's io.ReadAll grew a
+// new one per frame, and with 10,000 sessions that garbage was most of a
+// load generator's GC).
 func (s *session) readLoop(ctx context.Context) error {
 	var f wire.ServerFrame
+	var buf bytes.Buffer
 	for {
 		if ctx.Err() == nil {
 			// After a clean shutdown began, the deadline set there stands.
@@ -21,7 +26,7 @@ func (s *session) readLoop(ctx context.Context) error {
 				return closeError(err)
 			}
 		}
-		_, data, err := s.conn.ReadMessage()
+		data, err := s.readFrame(&buf)
 		if err != nil {
 			return closeError(err)
 		}
@@ -31,6 +36,24 @@ func (s *session) readLoop(ctx context.Context) error {
 		}
 		s.handle(ctx, &f)
 	}
+}
+
+// readFrame reads the next message into buf and returns its bytes, valid
+// until the next call. A buffer grown past maxKeptReadBuf by one large frame
+// is dropped afterwards, so an idle session does not keep it.
+func (s *session) readFrame(buf *bytes.Buffer) ([]byte, error) {
+	if buf.Cap() > maxKeptReadBuf {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	_, r, err := s.conn.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func (s *session) handle(ctx context.Context, f *wire.ServerFrame) {

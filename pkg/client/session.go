@@ -21,6 +21,9 @@ const closeWait = time.Second
 // nothing in the steady state, yet a fleet of idle sessions holds little.
 const maxKeptWriteBuf = 4 << 10
 
+// maxKeptReadBuf is the same bound for the buffer frames are read into.
+const maxKeptReadBuf = 4 << 10
+
 // session is one WebSocket connection from hello to close. Its goroutines
 // (acker, pinger, syncer, refresher, closer) are started and waited for by runSession.
 type session struct {
