@@ -30,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	embedded := registerFlags(fs, &cfg)
 	cpuProfile := fs.String("cpuprofile", "", "write chatload's own CPU profile to this file (to tell the load generator's cost from chatd's)")
+	memProfile := fs.String("memprofile", "", "write chatload's own heap profile (allocations since start) to this file when the run ends")
 	gcPercent := fs.Int("gogc", 400, "chatload's own GC target percent, as GOGC (negative: off); with --url only, unless set here or in $GOGC, so an embedded chatd keeps Go's default. Higher spends chatload memory to save the CPU it shares with chatd and PostgreSQL")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -60,6 +61,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		defer func() {
+			if err := writeHeapProfile(*memProfile); err != nil {
+				fmt.Fprintln(stderr, "chatload:", err)
+			}
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	rep, err := runLoad(ctx, cfg)
@@ -78,6 +86,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 func writeFiles(cfg *Config, rep *Report) error {
