@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -106,5 +107,23 @@ func TestAckerDrainSplitsFrames(t *testing.T) {
 	}
 	if fmt.Sprint(sizes) != "[10 10 5]" {
 		t.Fatalf("got frames of %v ids, want [10 10 5]", sizes)
+	}
+}
+
+// A flush that fails on the timer (the connection is gone) ends run with
+// its error, so the session ends instead of collecting ids nobody sends.
+func TestAckerTimedFlushFailureEndsRun(t *testing.T) {
+	broken := errors.New("write: broken pipe")
+	a := client.NewAcker(time.Millisecond, 1000, func([]string) error { return broken })
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	a.Add("id1")
+	select {
+	case err := <-done:
+		if !errors.Is(err, broken) {
+			t.Fatalf("run: got %v, want %v", err, broken)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("run did not end within 2s of a failed flush")
 	}
 }

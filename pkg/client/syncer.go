@@ -193,3 +193,11 @@ func (y *syncer) syncOne(ctx context.Context, chat string) error {
 	y.schedule(chat, d, false)
 	return nil
 }
+
+// signal does a non-blocking send on a 1-buffered wake-up channel.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
