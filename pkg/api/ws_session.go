@@ -44,7 +44,7 @@ func closeCode(r push.Reason) wire.CloseCode {
 // outFrame is one queued server frame: a message to encode on the writer
 // (msg != nil) or an already encoded frame.
 type outFrame struct {
-	msg  *chatd.Message
+	msg  *push.Outgoing // shared with the message's other recipients: encoded once
 	data []byte
 	kind string // metrics label
 }
@@ -113,12 +113,11 @@ func (s *session) Device() string { return s.id.Device }
 // queue is full or the session is closing. It queues a copy of *m: callers
 // hand out pointers into batches they reuse once Deliver returns, and the
 // writer encodes later.
-func (s *session) Deliver(m *chatd.Message) bool {
+func (s *session) Deliver(m *push.Outgoing) bool {
 	if s.closed() {
 		return false
 	}
-	cp := *m
-	if !s.enqueue(outFrame{msg: &cp, kind: "msg"}) {
+	if !s.enqueue(outFrame{msg: m, kind: "msg"}) {
 		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
 		return false
 	}
@@ -265,7 +264,6 @@ func (s *session) startWriter() {
 // deadline.
 func (s *session) writeRun() {
 	defer s.out.writers.Done()
-	var buf []byte
 	var batch []outFrame
 	for {
 		if s.closed() {
@@ -280,8 +278,7 @@ func (s *session) writeRun() {
 		for _, f := range batch {
 			data := f.data
 			if f.msg != nil {
-				buf = wire.AppendMsg(buf[:0], f.msg)
-				data = buf
+				data = f.msg.Frame(encodeMsg)
 			}
 			if err := s.write(data); err != nil {
 				s.logger().Debug("websocket write failed", "err", err)
@@ -293,6 +290,9 @@ func (s *session) writeRun() {
 		}
 	}
 }
+
+// encodeMsg encodes a `msg` frame for push.Outgoing.Frame.
+func encodeMsg(m *chatd.Message) []byte { return wire.AppendMsg(nil, m) }
 
 // startPinger sends a WebSocket ping every PingInterval from a timer
 // instead of a goroutine per connection.
@@ -348,12 +348,10 @@ func (s *session) writeClose() {
 
 // flush writes the frames queued right now, all before deadline.
 func (s *session) flush(deadline time.Time) {
-	var buf []byte
 	for _, f := range s.out.drain() {
 		data := f.data
 		if f.msg != nil {
-			buf = wire.AppendMsg(buf[:0], f.msg)
-			data = buf
+			data = f.msg.Frame(encodeMsg)
 		}
 		if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {
 			return

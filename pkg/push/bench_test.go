@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/push"
 )
 
@@ -24,7 +23,7 @@ type ackingConn struct {
 
 func (c *ackingConn) User() string   { return c.user }
 func (c *ackingConn) Device() string { return "" }
-func (c *ackingConn) Deliver(m *chatd.Message) bool {
+func (c *ackingConn) Deliver(m *push.Outgoing) bool {
 	select {
 	case c.ids <- m.ID:
 		return true

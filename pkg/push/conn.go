@@ -4,8 +4,6 @@
 // client acks, and the reapers that withdraw stuck connections.
 package push
 
-import "github.com/chatd/chatd"
-
 // Reason says why push withdrew a connection from live delivery. Only pkg/api
 // turns it into a WebSocket close code.
 type Reason int
@@ -58,10 +56,12 @@ type Conn interface {
 	// User and Device identify the session; they never change.
 	User() string
 	Device() string
-	// Deliver queues a `msg` frame without blocking. It returns false when
-	// the connection's outbound queue is full or the connection is closing;
-	// push then treats the message as not delivered (its lease still runs).
-	Deliver(m *chatd.Message) bool
+	// Deliver queues a `msg` frame of m without blocking; m is shared with
+	// the message's other recipients and must not be changed. It returns
+	// false when the connection's outbound queue is full or the connection is
+	// closing; push then treats the message as not delivered (its lease
+	// still runs).
+	Deliver(m *Outgoing) bool
 	// Close ends the connection with the close code that reason maps to.
 	// It must not block and may be called more than once.
 	Close(reason Reason)

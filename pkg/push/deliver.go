@@ -21,6 +21,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 		delete(r.streamFirst, m.ID)
 		return // overtaken, and already acked by everyone
 	}
+	var out *Outgoing // made for the first connection that gets a frame
 	for _, user := range recipients {
 		for _, s := range r.byUser[user] {
 			if user == m.From && s.conn.Device() == m.Device {
@@ -29,10 +30,13 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			if _, seen := s.fast[m.ID]; seen {
 				continue
 			}
+			if out == nil {
+				out = NewOutgoing(m)
+			}
 			// Remember only frames that went out: if the socket's queue was
 			// full, the stream delivery sends the frame instead of waiting a
 			// whole lease for an ack that cannot come.
-			if s.conn.Deliver(m) {
+			if s.conn.Deliver(out) {
 				s.fast[m.ID] = fastEntry{at: now}
 				r.metrics.frames.WithLabelValues("fast").Inc()
 				r.metrics.firstFrames.Inc()
@@ -92,13 +96,13 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 		// JetStream redelivered: the lease expired with recipients waiting.
 		d.msg = msg
 		for s := range d.waiting {
-			if s.conn.Deliver(&d.m) {
+			if s.conn.Deliver(d.m) {
 				r.metrics.frames.WithLabelValues("redelivery").Inc()
 				r.metrics.redeliveries.Inc()
 			}
 		}
 	default:
-		d = &delivery{seq: seq, msg: msg, m: env.Message, waiting: make(map[*session]struct{}), sentAt: now}
+		d = &delivery{seq: seq, msg: msg, m: NewOutgoing(&env.Message), waiting: make(map[*session]struct{}), sentAt: now}
 		if r.fanOutLocked(d, env.Recipients) {
 			r.streamFirst[d.m.ID] = now
 		}
@@ -138,7 +142,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 			}
 			d.waiting[s] = struct{}{}
 			s.pending[d.seq] = d
-			if !fast && s.conn.Deliver(&d.m) {
+			if !fast && s.conn.Deliver(d.m) {
 				r.metrics.frames.WithLabelValues("stream").Inc()
 				r.metrics.firstFrames.Inc()
 				sent = true

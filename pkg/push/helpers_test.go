@@ -25,6 +25,7 @@ type recConn struct {
 
 	mu      sync.Mutex
 	got     []chatd.Message
+	outs    []*push.Outgoing // what Deliver was handed, as handed
 	at      []time.Time
 	closed  push.Reason
 	closeAt time.Time
@@ -32,13 +33,14 @@ type recConn struct {
 
 func (c *recConn) User() string   { return c.user }
 func (c *recConn) Device() string { return c.device }
-func (c *recConn) Deliver(m *chatd.Message) bool {
+func (c *recConn) Deliver(m *push.Outgoing) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed != 0 {
 		return false
 	}
-	c.got = append(c.got, *m)
+	c.got = append(c.got, m.Message)
+	c.outs = append(c.outs, m)
 	c.at = append(c.at, time.Now())
 	return true
 }

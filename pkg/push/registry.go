@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -33,7 +32,7 @@ type fastEntry struct {
 type delivery struct {
 	seq     uint64
 	msg     jetstream.Msg
-	m       chatd.Message
+	m       *Outgoing
 	waiting map[*session]struct{}
 	sentAt  time.Time
 	// final is set once the last attempt went out: when it passes with
