@@ -231,6 +231,33 @@ func TestWSIdleClose4002(t *testing.T) {
 	}
 }
 
+// The idle deadline moves at most every IdleTimeout/16 (a timer update per
+// frame was ~3% of chatd's CPU), yet a session is never cut before a full
+// IdleTimeout of silence, however its frames fell, and not much after.
+func TestWSIdleCloseNeverBeforeTimeout(t *testing.T) {
+	const idle = 800 * time.Millisecond
+	e := mustEnv(t, func(c *api.Config) {
+		c.Limits.IdleTimeout = idle
+		c.Limits.PingInterval = time.Hour // no server pings: only the client's frames count
+	})
+	c, _ := e.dial(t, "alice", "")
+	var last time.Time
+	for range 15 { // frames 20 ms apart, closer than the 50 ms the deadline moves by
+		last = time.Now()
+		c.sendJSON(map[string]any{"type": "ping"})
+		c.nextOf("pong")
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.wantClose(4002)
+	d := time.Since(last)
+	if d < idle {
+		t.Fatalf("closed %v after the last frame, before the idle timeout of %v", d, idle)
+	}
+	if d > idle+idle/16+time.Second {
+		t.Fatalf("closed %v after the last frame, want about %v", d, idle)
+	}
+}
+
 func TestWSKeepaliveResetsIdle(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
 		c.Limits.IdleTimeout = 400 * time.Millisecond
