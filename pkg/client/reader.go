@@ -19,12 +19,19 @@ import (
 func (s *session) readLoop(ctx context.Context) error {
 	var f wire.ServerFrame
 	var buf bytes.Buffer
+	// The deadline moves only when its last move is slack old, and then to
+	// timeout + slack from now: never sooner than timeout after the last
+	// frame, and a timer update per several frames instead of per frame.
+	timeout := s.readTimeout()
+	slack := timeout / 16
+	var moved time.Time
 	for {
-		if ctx.Err() == nil {
+		if now := time.Now(); ctx.Err() == nil && now.Sub(moved) >= slack {
 			// After a clean shutdown began, the deadline set there stands.
-			if err := s.conn.SetReadDeadline(time.Now().Add(s.readTimeout())); err != nil {
+			if err := s.conn.SetReadDeadline(now.Add(timeout + slack)); err != nil {
 				return closeError(err)
 			}
+			moved = now
 		}
 		data, err := s.readFrame(&buf)
 		if err != nil {
