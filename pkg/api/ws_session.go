@@ -112,9 +112,9 @@ func (s *session) User() string { return s.id.User }
 func (s *session) Device() string { return s.id.Device }
 
 // Deliver queues a `msg` frame without blocking (push.Conn); false when the
-// queue is full or the session is closing. It queues a copy of *m: callers
-// hand out pointers into batches they reuse once Deliver returns, and the
-// writer encodes later.
+// queue is full or the session is closing. It queues m itself, which push
+// never changes once handed out; the writer encodes it later, through m's
+// frame shared with the message's other recipients.
 func (s *session) Deliver(m *push.Outgoing) bool {
 	if s.closed() {
 		return false

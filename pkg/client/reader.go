@@ -10,7 +10,8 @@ import (
 )
 
 // readLoop reads frames until the connection ends and returns why, as a
-// *CloseError. Every frame, pongs included, extends the read deadline. One
+// *CloseError. Every frame, pongs included, extends the read deadline (by
+// moving it at most every 1/16 of the timeout, see below). One
 // frame value is decoded into again and again, and one buffer read into:
 // the decoder copies every string and the handlers copy what they keep, so
 // a delivery allocates no frame-sized slice (ReadMessage's io.ReadAll grew a
