@@ -86,6 +86,7 @@ type LastSeenStore interface {
 // block; Run does the I/O.
 type Presence struct {
 	cfg     PresenceConfig
+	pub     jetstream.JetStream // the refresh's asynchronous publisher
 	log     *slog.Logger
 	sampled *logsample.Sampler
 	wake    chan struct{} // 1-buffered: local sessions changed
@@ -127,9 +128,17 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	// Its own context, as the relay's: async acks time out after
+	// presenceOpTimeout, and the pending cap is one refresh window.
+	pub, err := jetstream.New(cfg.JS.Conn(),
+		jetstream.WithPublishAsyncTimeout(presenceOpTimeout),
+		jetstream.WithPublishAsyncMaxPending(refreshWindow))
+	if err != nil {
+		return nil, fmt.Errorf("signal: presence publisher: %w", err)
+	}
 	log := cfg.Logger.With("component", "presence")
 	return &Presence{
-		cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}),
+		cfg: cfg, pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
 		table: newPresenceTable(cfg.TTL), metrics: newPresenceMetrics(cfg.Registerer),

@@ -70,7 +70,7 @@ func (p *Presence) watch(ctx context.Context) error {
 		}
 	}()
 	// Entries put while the watch was down are written now.
-	p.refreshAll(ctx, kv)
+	p.refreshAll(ctx)
 
 	refresh := time.NewTicker(p.cfg.Refresh)
 	defer refresh.Stop()
@@ -93,7 +93,7 @@ func (p *Presence) watch(ctx context.Context) error {
 		case <-p.wake:
 			p.writePending(ctx, kv)
 		case <-refresh.C:
-			p.refreshAll(ctx, kv)
+			p.refreshAll(ctx)
 		case <-expire.C:
 			p.mu.Lock()
 			changes := p.table.expire(p.cfg.Now())
@@ -201,17 +201,57 @@ func (p *Presence) writePending(ctx context.Context, kv jetstream.KeyValue) {
 	}
 }
 
+// refreshWindow is how many refresh puts are in flight at once.
+const refreshWindow = 256
+
 // refreshAll puts every local user's entry again, restarting its TTL.
-func (p *Presence) refreshAll(ctx context.Context, kv jetstream.KeyValue) {
+//
+// The puts are pipelined, refreshWindow at a time, and each window waits
+// for its acks. One synchronous Put per user took 0.9-2.0 s for 10,000 users
+// on a loaded 2-core box, every 2.5 s, and the watch loop that runs this
+// handled nothing else meanwhile: transitions and local connects waited,
+// and a slower refresh would have let entries expire.
+func (p *Presence) refreshAll(ctx context.Context) {
 	p.mu.Lock()
 	users := make([]string, 0, len(p.local))
 	for u := range p.local {
 		users = append(users, u)
 	}
 	p.mu.Unlock()
-	for _, u := range users {
-		p.write(ctx, kv, u, true)
+	futures := make([]jetstream.PubAckFuture, 0, min(len(users), refreshWindow))
+	owners := make([]string, 0, cap(futures))
+	for len(users) > 0 {
+		n := min(len(users), refreshWindow)
+		futures, owners = futures[:0], owners[:0]
+		for _, u := range users[:n] {
+			f, err := p.pub.PublishAsync(p.subject(u), presenceOn)
+			if err != nil {
+				p.writeFailed(ctx, u, true, err)
+				continue
+			}
+			futures, owners = append(futures, f), append(owners, u)
+		}
+		users = users[n:]
+		for i, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				p.writeFailed(ctx, owners[i], true, err)
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
+}
+
+// presenceOn is the value of an entry: its presence is what counts.
+var presenceOn = []byte{'1'}
+
+// subject is the bucket's subject for user's entry on this node: what a KV
+// Put publishes to (the bucket is this account's own, without a JetStream
+// domain or API prefix).
+func (p *Presence) subject(user string) string {
+	return "$KV." + p.cfg.Bucket + "." + p.key(user)
 }
 
 func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string, on bool) {
@@ -219,14 +259,23 @@ func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string
 	defer cancel()
 	var err error
 	if on {
-		_, err = kv.Put(wctx, p.key(user), []byte{'1'})
+		_, err = kv.Put(wctx, p.key(user), presenceOn)
 	} else {
 		err = kv.Delete(wctx, p.key(user))
 	}
-	if err != nil && ctx.Err() == nil {
-		p.metrics.writeErrors.Inc()
-		p.sampled.Warn("presence write", "user", user, "online", on, "err", err)
+	if err != nil {
+		p.writeFailed(ctx, user, on, err)
 	}
+}
+
+// writeFailed counts and logs a failed write of user's entry, unless ctx
+// ended (shutdown).
+func (p *Presence) writeFailed(ctx context.Context, user string, on bool, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	p.metrics.writeErrors.Inc()
+	p.sampled.Warn("presence write", "user", user, "online", on, "err", err)
 }
 
 // withdraw deletes this node's entries on shutdown, so its users go offline
