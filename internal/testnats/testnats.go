@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // logEnv, when set to any value, sends the server's log to stderr at Debug
@@ -30,4 +31,20 @@ func Start(t testing.TB) *embedded.NATS {
 	}
 	t.Cleanup(n.Shutdown)
 	return n
+}
+
+// JetStream starts a private server as Start does, connects to it, and
+// returns the connection's JetStream; the connection closes when t ends.
+func JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	nc, err := Start(t).Connect()
+	if err != nil {
+		t.Fatalf("testnats: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("testnats: jetstream: %v", err)
+	}
+	return js
 }

@@ -74,16 +74,7 @@ type env struct {
 
 func mustEnv(t testing.TB) *env {
 	t.Helper()
-	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStream(t)
 	s, err := stream.Ensure(context.Background(), js, stream.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -18,15 +18,7 @@ func (p pins) PinSeqs() []uint64 { return p }
 
 func mustStream(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	nc, err := testnats.Start(t).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStream(t)
 	s, err := stream.Ensure(context.Background(), js, stream.Config{})
 	if err != nil {
 		t.Fatal(err)

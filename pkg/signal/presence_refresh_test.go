@@ -16,16 +16,7 @@ import (
 // connected locally and its bucket created, without running its loops.
 func newRefreshPresence(t testing.TB, users int) (*Presence, jetstream.KeyValue) {
 	t.Helper()
-	n := testnats.Start(t)
-	nc, err := n.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStream(t)
 	p, err := NewPresence(PresenceConfig{
 		JS: js, NodeID: "n1",
 		Contacts: func(context.Context, string, int) ([]string, error) { return nil, nil },
