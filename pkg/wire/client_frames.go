@@ -80,12 +80,15 @@ func decodeClientFrame(data []byte, maxFrameBytes int, fast bool) (ClientFrame, 
 	if !utf8.Valid(data) {
 		return ClientFrame{}, fmt.Errorf("frame is not valid UTF-8: %w", ErrProtocol)
 	}
-	var w clientJSON
-	if fast && decodeClientFast(data, &w) {
-		return decodeFields(&w)
+	// The fast path's fields stay on the stack; encoding/json's (through
+	// an interface) would move them to the heap for every frame if the two
+	// paths shared one variable.
+	var fw clientJSON
+	if fast && decodeClientFast(data, &fw) {
+		return decodeFields(&fw)
 	}
-	w = clientJSON{}
-	if err := json.Unmarshal(data, &w); err != nil {
+	w := &clientJSON{}
+	if err := json.Unmarshal(data, w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
 			return ClientFrame{}, fmt.Errorf("frame is not JSON: %w", ErrProtocol)
@@ -98,7 +101,7 @@ func decodeClientFrame(data []byte, maxFrameBytes int, fast bool) (ClientFrame, 
 		}
 		return f, fmt.Errorf("frame has a field of the wrong type: %w", chatd.ErrInvalid)
 	}
-	return decodeFields(&w)
+	return decodeFields(w)
 }
 
 // decodeFields checks the decoded fields against the rules of the frame's type.

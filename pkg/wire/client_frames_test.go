@@ -386,3 +386,29 @@ func TestFastServerDecoderAgreesWithEncodingJSON(t *testing.T) {
 		sameServerFrameAsEncodingJSON(t, []byte(in))
 	}
 }
+
+// The fast decoder's working fields stay on the stack: a frame costs its
+// strings and the id list, not a heap copy of every field besides. They
+// moved to the heap while the encoding/json fallback shared the variable
+// (9 allocations per send frame, 7 per ack, instead of 8 and 6).
+func TestDecodeClientFrameAllocations(t *testing.T) {
+	frames := []struct {
+		name string
+		in   string
+		max  float64
+	}{
+		{"send", `{"type":"send","chat":"chat_abc","cid":"cid-123","body":"hello"}`, 8},
+		{"ack of 3", `{"type":"ack","ids":["01HZX0000000000000000000A1","01HZX0000000000000000000A2","01HZX0000000000000000000A3"]}`, 6},
+	}
+	for _, f := range frames {
+		data := []byte(f.in)
+		got := testing.AllocsPerRun(200, func() {
+			if _, err := wire.DecodeClientFrame(data, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > f.max {
+			t.Errorf("%s: %v allocations per frame, want at most %v", f.name, got, f.max)
+		}
+	}
+}
