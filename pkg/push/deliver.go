@@ -96,13 +96,13 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 		// JetStream redelivered: the lease expired with recipients waiting.
 		d.msg = msg
 		for s := range d.waiting {
-			if s.conn.Deliver(d.m) {
+			if s.conn.Deliver(&d.m) {
 				r.metrics.frames.WithLabelValues("redelivery").Inc()
 				r.metrics.redeliveries.Inc()
 			}
 		}
 	default:
-		d = &delivery{seq: seq, msg: msg, m: NewOutgoing(&env.Message), waiting: make(map[*session]struct{}), sentAt: now}
+		d = &delivery{seq: seq, msg: msg, m: Outgoing{Message: env.Message}, waiting: make(map[*session]struct{}), sentAt: now}
 		if r.fanOutLocked(d, env.Recipients) {
 			r.streamFirst[d.m.ID] = now
 		}
@@ -142,7 +142,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 			}
 			d.waiting[s] = struct{}{}
 			s.pending[d.seq] = d
-			if !fast && s.conn.Deliver(d.m) {
+			if !fast && s.conn.Deliver(&d.m) {
 				r.metrics.frames.WithLabelValues("stream").Inc()
 				r.metrics.firstFrames.Inc()
 				sent = true

@@ -32,7 +32,7 @@ type fastEntry struct {
 type delivery struct {
 	seq     uint64
 	msg     jetstream.Msg
-	m       *Outgoing
+	m       Outgoing // handed to connections as &m
 	waiting map[*session]struct{}
 	sentAt  time.Time
 	// final is set once the last attempt went out: when it passes with
