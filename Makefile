@@ -8,6 +8,10 @@ LISTEN    ?= 127.0.0.1:8080
 # runs out while a worker is mid-input on a loaded box (golang/go#75804, fixed
 # only from go1.27), which failed CI once with no crasher written.
 FUZZTIME  ?= 50000x
+# FUZZMINTIME bounds the minimization of each new input (Go's default is 60 s
+# per input, during which no other input runs: CI saw 45 s stalls), also as a
+# count for the same reason.
+FUZZMINTIME ?= 2000x
 
 .PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down check-deploy
 
@@ -48,7 +52,7 @@ lint:
 ## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium)
 test: deps lint check-deploy
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)
 	$(MAKE) test-web
 
 ## deps-web: install what the web tests need (Debian's chromium, npm packages)
@@ -64,8 +68,8 @@ test-web: deps deps-web build
 ## stream envelope's encoder and decoder against encoding/json, $(FUZZTIME)
 ## executions each (10-30 s on two cores)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./pkg/wire
-	$(GO) test -run '^$$' -fuzz '^FuzzEnvelopeJSON$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./pkg/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzEnvelopeJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) .
 
 ## bench: Go benchmarks of the hot paths (chatload is the system benchmark)
 bench: deps
