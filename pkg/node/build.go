@@ -41,7 +41,8 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	n.Relay, err = stream.NewRelay(stream.RelayConfig{
-		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, Logger: n.log, Registerer: n.reg})
+		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, NodeID: n.nodeID,
+		Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 	}
 	st, err := store.Open(ctx, dsn, store.Config{
 		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
+		NodeID: n.nodeID,
 	})
 	if err != nil {
 		if n.cfg.DatabaseURL != "" {

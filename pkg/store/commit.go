@@ -130,7 +130,7 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send) ([]Outcome, error)
 		}
 		conn.Release()
 	}()
-	p := newCommitPlan(sends)
+	p := newCommitPlan(sends, s.nodeID)
 	if err := p.load(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -162,6 +162,7 @@ type commitPlan struct {
 	sends   []Send
 	out     []Outcome
 	chatIDs []string // distinct, sorted: the lock order
+	nodeID  string   // the committing node, named in the notification
 
 	existing map[sendKey]chatd.Message // already stored (step a)
 	lastSeq  map[string]int64          // locked chats and their counters (step b)
@@ -174,7 +175,7 @@ type commitPlan struct {
 	dupOf []int // dupOf[i] = j when send i repeats an earlier send j of this batch; else -1
 }
 
-func newCommitPlan(sends []Send) *commitPlan {
+func newCommitPlan(sends []Send, nodeID string) *commitPlan {
 	ids := make([]string, len(sends))
 	for i := range sends {
 		ids[i] = sends[i].Chat
@@ -184,6 +185,7 @@ func newCommitPlan(sends []Send) *commitPlan {
 		sends:   sends,
 		out:     make([]Outcome, len(sends)),
 		chatIDs: slices.Compact(ids),
+		nodeID:  nodeID,
 		fresh:   make([]int, 0, len(sends)),
 		dupOf:   make([]int, len(sends)),
 	}
@@ -409,7 +411,7 @@ func (p *commitPlan) queueInsert(b *pgx.Batch) {
 			update chats set last_seq = u.seq
 			from unnest($1::text[], $2::int8[]) as u(id, seq)
 			where chats.id = u.id and chats.last_seq < u.seq)
-		select pg_notify('`+notifyChannel+`', '')`, c.upChats, c.upSeqs)
+		select pg_notify('`+notifyChannel+`', $3)`, c.upChats, c.upSeqs, p.nodeID)
 }
 
 // readInsert reads the results of queueInsert's statements and gives every

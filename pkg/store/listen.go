@@ -18,14 +18,15 @@ const (
 )
 
 // ListenOutbox calls wake whenever any node commits a batch (LISTEN on the
-// chatd_outbox channel), until ctx is done; then it returns nil. It holds
-// its own connection outside the pool, and on any error logs it, waits with
-// exponential backoff and reconnects. wake is also called after every
-// (re)connect, since notifications sent while disconnected are lost. wake
-// runs on ListenOutbox's goroutine and should not block (e.g. a
-// non-blocking send on a 1-buffered channel). Failed reconnects during an
-// outage are logged once and then counted (internal/logsample).
-func (s *Store) ListenOutbox(ctx context.Context, wake func()) error {
+// chatd_outbox channel), with the committing node's Config.NodeID, until
+// ctx is done; then it returns nil. It holds its own connection outside the
+// pool, and on any error logs it, waits with exponential backoff and
+// reconnects. wake is also called after every (re)connect, with an empty
+// node id, since notifications sent while disconnected are lost. wake runs
+// on ListenOutbox's goroutine and should not block (e.g. a non-blocking
+// send on a 1-buffered channel). Failed reconnects during an outage are
+// logged once and then counted (internal/logsample).
+func (s *Store) ListenOutbox(ctx context.Context, wake func(node string)) error {
 	warn := logsample.New(s.log, logsample.Config{})
 	defer warn.Flush()
 	backoff := listenBackoffMin
@@ -53,7 +54,7 @@ func (s *Store) ListenOutbox(ctx context.Context, wake func()) error {
 
 // listenOnce connects, listens and relays notifications until an error.
 // connected reports whether LISTEN succeeded (to reset the backoff).
-func (s *Store) listenOnce(ctx context.Context, wake func()) (connected bool, err error) {
+func (s *Store) listenOnce(ctx context.Context, wake func(node string)) (connected bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return false, fmt.Errorf("listen: connect: %w", err)
@@ -66,14 +67,15 @@ func (s *Store) listenOnce(ctx context.Context, wake func()) (connected bool, er
 	if _, err := conn.Exec(ctx, "listen "+notifyChannel); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
-	wake()
+	wake("")
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return true, err
 			}
 			return true, fmt.Errorf("listen: wait: %w", err)
 		}
-		wake()
+		wake(n.Payload)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/chatd/chatd/pkg/store"
 )
 
 func TestOutboxReadAndDeleteByIDs(t *testing.T) {
@@ -127,15 +129,20 @@ func TestRelayLockIsExclusiveAcrossStores(t *testing.T) {
 
 func TestListenOutboxWakesOnCommit(t *testing.T) {
 	s1, dsn := mustOpen(t)
-	s2 := mustOpenDSN(t, dsn)
+	// Another node: its commits' notifications name it.
+	s2, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet, NodeID: "node-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Close)
 	c := mustGroup(t, s2, "alice")
 	ctx, cancel := context.WithCancel(context.Background())
-	wakes := make(chan struct{}, 1)
+	wakes := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- s1.ListenOutbox(ctx, func() {
+		done <- s1.ListenOutbox(ctx, func(node string) {
 			select {
-			case wakes <- struct{}{}:
+			case wakes <- node:
 			default:
 			}
 		})
@@ -146,18 +153,21 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 			t.Errorf("listen returned %v, want nil", err)
 		}
 	}()
-	waitWake := func(what string) {
+	waitWake := func(what, node string) {
 		t.Helper()
 		select {
-		case <-wakes:
+		case got := <-wakes:
+			if got != node {
+				t.Fatalf("wake %s named node %q, want %q", what, got, node)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no wake %s", what)
 		}
 	}
-	waitWake("after connecting")
+	waitWake("after connecting", "")
 	// A commit through another Store (another node) wakes this one.
 	mustCommit(t, s2, sends(c.ID, "alice", "a", 1))
-	waitWake("after a commit")
+	waitWake("after a commit", "node-b")
 
 	// The listener survives losing its connection.
 	var killed int
@@ -165,7 +175,7 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 		where datname = current_database() and query = 'listen chatd_outbox'`).Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("terminate the listener: killed %d (%v), want 1", killed, err)
 	}
-	waitWake("after reconnecting")
+	waitWake("after reconnecting", "")
 	drain := time.After(200 * time.Millisecond)
 	for draining := true; draining; {
 		select {
@@ -175,7 +185,7 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 		}
 	}
 	mustCommit(t, s2, sends(c.ID, "alice", "b", 1))
-	waitWake("after a commit on the new connection")
+	waitWake("after a commit on the new connection", "node-b")
 }
 
 func TestOutboxStatsOldest(t *testing.T) {

@@ -45,6 +45,11 @@ type Config struct {
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// NodeID names this node in the notification each commit sends to wake
+	// relays, so that a relay can tell its own node's commits, which it is
+	// handed in memory and woken for directly, from other nodes'
+	// (ListenOutbox). Empty: the notification names no node.
+	NodeID string
 	// Tracer, if set, sees every statement the pool's connections run (and
 	// every pipelined batch, if it also implements pgx.BatchTracer): a hook
 	// for query tracing, and how the tests count round trips.
@@ -58,6 +63,7 @@ type Store struct {
 	log              *slog.Logger
 	minChatRetention time.Duration
 	maxGroupMembers  int
+	nodeID           string // the payload of the commit's notification
 }
 
 // Open connects to the database at dsn and applies every pending migration
@@ -87,6 +93,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	s := &Store{
 		pool: pool, log: log.With("component", "store"),
 		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
+		nodeID: cfg.NodeID,
 	}
 	if s.maxGroupMembers <= 0 {
 		s.maxGroupMembers = DefaultMaxGroupMembers

@@ -29,7 +29,7 @@ type handOutbox struct {
 	failDelete atomic.Int64
 }
 
-func (o *handOutbox) ListenOutbox(ctx context.Context, _ func()) error {
+func (o *handOutbox) ListenOutbox(ctx context.Context, _ func(string)) error {
 	<-ctx.Done()
 	return nil
 }

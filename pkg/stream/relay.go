@@ -46,7 +46,7 @@ type Outbox interface {
 	DeleteOutbox(ctx context.Context, ids []int64) (int64, error)
 	SetAsideOutbox(ctx context.Context, id int64, reason string) error
 	TryRelayLock(ctx context.Context) (*store.RelayLock, bool, error)
-	ListenOutbox(ctx context.Context, wake func()) error
+	ListenOutbox(ctx context.Context, wake func(node string)) error
 }
 
 // RelayConfig configures a Relay. Zero values take the documented defaults.
@@ -83,6 +83,10 @@ type RelayConfig struct {
 	// read back from PostgreSQL. Zero means DefaultHold; negative holds
 	// nothing (every row is read back, as before the hand-off).
 	Hold int
+	// NodeID is the node whose commits this relay is handed with Offer and
+	// woken for with Wake (store.Config.NodeID of the same node): their
+	// notifications are ignored. Empty: every notification wakes the relay.
+	NodeID string
 	// Now is the clock for lag metrics and the step-down timer. Nil means time.Now.
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -181,6 +185,18 @@ func (r *Relay) Wake() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// notified is the outbox listener's wake-up: a commit by node, or (empty)
+// the listener's reconnect. This node's own commits are left to Offer and
+// the Wake that follows it: woken by their notification, which often comes
+// first, an idle relay ran its round before the hand-off and read the rows
+// back from PostgreSQL (40% of all rows in pairs at 2,000 msg/s).
+func (r *Relay) notified(node string) {
+	if node != "" && node == r.cfg.NodeID {
+		return
+	}
+	r.Wake()
 }
 
 // Offer hands the relay the entries of a batch this node just committed, so

@@ -27,7 +27,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := r.cfg.Outbox.ListenOutbox(ctx, r.Wake); err != nil && ctx.Err() == nil {
+		if err := r.cfg.Outbox.ListenOutbox(ctx, r.notified); err != nil && ctx.Err() == nil {
 			r.log.Warn("listen for outbox commits stopped; relying on the poll", "err", err)
 		}
 	}()

@@ -1,0 +1,56 @@
+package stream_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The notification of a commit by the relay's own node does not start a
+// round: that node hands the rows over (Offer) and wakes the relay itself,
+// and a round started by the notification, which often arrives first, read
+// the rows back from PostgreSQL. Another node's commit still wakes it.
+func TestRelayLeavesItsOwnNodesCommitsToTheHandOff(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	open := func(node string) *store.Store {
+		t.Helper()
+		s, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet, NodeID: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	own, other := open("n1"), open("n2")
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, own)
+	reg := prometheus.NewRegistry()
+	// Only a notification or Wake can start a round: the poll is an hour.
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: own, JS: js, NodeID: "n1", Registerer: reg,
+		Poll: time.Hour, Standby: 100 * time.Millisecond})
+	waitFor(t, "relay active", 5*time.Second, r.Active)
+
+	batch := commitBatch(t, own, chat, 0, 20)
+	// The notification reaches the listener within milliseconds.
+	time.Sleep(500 * time.Millisecond)
+	if got := outboxDepth(t, own); got != 20 {
+		t.Fatalf("outbox depth before the hand-off: got %d, want 20 (a round ran on this node's own notification)", got)
+	}
+	r.Offer(batch)
+	r.Wake()
+	waitFor(t, "own batch relayed", 5*time.Second, func() bool { return outboxDepth(t, own) == 0 })
+	if mem, table := rows(t, reg, "memory"), rows(t, reg, "table"); mem != 20 || table != 0 {
+		t.Fatalf("rows: %v from memory and %v from the table, want 20 and 0", mem, table)
+	}
+
+	commitBatch(t, other, chat, 100, 5)
+	waitFor(t, "another node's batch relayed on its notification", 5*time.Second, func() bool { return outboxDepth(t, own) == 0 })
+	if got := rows(t, reg, "table"); got != 5 {
+		t.Fatalf("rows from the table: got %v, want another node's 5", got)
+	}
+}
