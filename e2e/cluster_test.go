@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"net/url"
 	"sync"
 	"testing"
@@ -9,7 +10,55 @@ import (
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/store"
 )
+
+// commitNotes counts the outbox notifications on a database by the node
+// that committed, from a listener of its own, until the test ends.
+type commitNotes struct {
+	mu     sync.Mutex
+	byNode map[string]int
+}
+
+func listenCommits(t *testing.T, dsn string) *commitNotes {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn, store.Config{Logger: testLogger()})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	n := &commitNotes{byNode: make(map[string]int)}
+	ctx, cancel := context.WithCancel(context.Background())
+	connected := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- st.ListenOutbox(ctx, func(node string) {
+			if node == "" {
+				select {
+				case <-connected:
+				default:
+					close(connected)
+				}
+				return
+			}
+			n.mu.Lock()
+			n.byNode[node]++
+			n.mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	select {
+	case <-connected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("commit listener did not connect")
+	}
+	return n
+}
+
+func (n *commitNotes) from(node string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byNode[node]
+}
 
 // relayActive reports the chatd_relay_active gauge of each node.
 func relayActive(t *testing.T, nodes ...*runningNode) []float64 {
@@ -36,6 +85,7 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	alice.c.Track(chat)
 	bob := mustPeer(t, b.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
 	bob.waitConnected(t, 1)
+	notes := listenCommits(t, dsn)
 
 	var fromAlice, fromBob []client.Accepted
 	var wg sync.WaitGroup
@@ -48,6 +98,11 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	bob.reconcile(t, chat, 1, all, 10*time.Second)
 	if got := relayActive(t, a, b); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on a, b = %v, want exactly one (a)", got)
+	}
+	// a's relay is handed a's commits and woken for them directly: only b's
+	// commits wake it through PostgreSQL.
+	if na, nb := notes.from("a"), notes.from("b"); na != 0 || nb == 0 {
+		t.Errorf("commit notifications from a, b = %d, %d; want none from the leading node a and some from b", na, nb)
 	}
 	// Each of the other node's messages came as a msg frame through the
 	// stream (a slow one may have been fetched from history first, when the

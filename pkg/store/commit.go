@@ -130,7 +130,7 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send) ([]Outcome, error)
 		}
 		conn.Release()
 	}()
-	p := newCommitPlan(sends, s.nodeID)
+	p := newCommitPlan(sends, s.nodeID, s.notify == nil || s.notify())
 	if err := p.load(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -163,6 +163,7 @@ type commitPlan struct {
 	out     []Outcome
 	chatIDs []string // distinct, sorted: the lock order
 	nodeID  string   // the committing node, named in the notification
+	notify  bool     // whether the commit sends the notification
 
 	existing map[sendKey]chatd.Message // already stored (step a)
 	lastSeq  map[string]int64          // locked chats and their counters (step b)
@@ -175,7 +176,7 @@ type commitPlan struct {
 	dupOf []int // dupOf[i] = j when send i repeats an earlier send j of this batch; else -1
 }
 
-func newCommitPlan(sends []Send, nodeID string) *commitPlan {
+func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
 	ids := make([]string, len(sends))
 	for i := range sends {
 		ids[i] = sends[i].Chat
@@ -186,6 +187,7 @@ func newCommitPlan(sends []Send, nodeID string) *commitPlan {
 		out:     make([]Outcome, len(sends)),
 		chatIDs: slices.Compact(ids),
 		nodeID:  nodeID,
+		notify:  notify,
 		fresh:   make([]int, 0, len(sends)),
 		dupOf:   make([]int, len(sends)),
 	}
@@ -411,7 +413,7 @@ func (p *commitPlan) queueInsert(b *pgx.Batch) {
 			update chats set last_seq = u.seq
 			from unnest($1::text[], $2::int8[]) as u(id, seq)
 			where chats.id = u.id and chats.last_seq < u.seq)
-		select pg_notify('`+notifyChannel+`', $3)`, c.upChats, c.upSeqs, p.nodeID)
+		select pg_notify('`+notifyChannel+`', $3) where $4`, c.upChats, c.upSeqs, p.nodeID, p.notify)
 }
 
 // readInsert reads the results of queueInsert's statements and gives every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,6 +187,51 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 	}
 	mustCommit(t, s2, sends(c.ID, "alice", "b", 1))
 	waitWake("after a commit on the new connection", "node-b")
+}
+
+// A commit sends its notification only while Config.Notify says so (a node
+// whose own relay leads needs none).
+func TestCommitNotifiesOnlyWhenAsked(t *testing.T) {
+	s1, dsn := mustOpen(t)
+	var notify atomic.Bool
+	s2, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet, NodeID: "node-b", Notify: notify.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Close)
+	c := mustGroup(t, s2, "alice")
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- s1.ListenOutbox(ctx, func(node string) {
+			select {
+			case wakes <- node:
+			default:
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	if got := <-wakes; got != "" {
+		t.Fatalf("wake on connecting named %q", got)
+	}
+
+	mustCommit(t, s2, sends(c.ID, "alice", "quiet", 3))
+	select {
+	case got := <-wakes:
+		t.Fatalf("a commit with Notify false woke the listener (node %q)", got)
+	case <-time.After(500 * time.Millisecond):
+	}
+	notify.Store(true)
+	mustCommit(t, s2, sends(c.ID, "alice", "loud", 3))
+	select {
+	case got := <-wakes:
+		if got != "node-b" {
+			t.Fatalf("wake named %q, want node-b", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit with Notify true did not wake the listener")
+	}
 }
 
 func TestOutboxStatsOldest(t *testing.T) {

@@ -50,6 +50,12 @@ type Config struct {
 	// handed in memory and woken for directly, from other nodes'
 	// (ListenOutbox). Empty: the notification names no node.
 	NodeID string
+	// Notify reports, at each commit, whether the commit must wake relays
+	// with a notification. A node whose own relay leads answers false: it
+	// hands that relay its commits and wakes it directly, and no other
+	// relay reads the outbox, so the notification would only cost
+	// PostgreSQL and the listeners a wake-up per commit. Nil: always.
+	Notify func() bool
 	// Tracer, if set, sees every statement the pool's connections run (and
 	// every pipelined batch, if it also implements pgx.BatchTracer): a hook
 	// for query tracing, and how the tests count round trips.
@@ -63,7 +69,8 @@ type Store struct {
 	log              *slog.Logger
 	minChatRetention time.Duration
 	maxGroupMembers  int
-	nodeID           string // the payload of the commit's notification
+	nodeID           string      // the payload of the commit's notification
+	notify           func() bool // nil: always notify
 }
 
 // Open connects to the database at dsn and applies every pending migration
@@ -93,7 +100,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	s := &Store{
 		pool: pool, log: log.With("component", "store"),
 		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
-		nodeID: cfg.NodeID,
+		nodeID: cfg.NodeID, notify: cfg.Notify,
 	}
 	if s.maxGroupMembers <= 0 {
 		s.maxGroupMembers = DefaultMaxGroupMembers
