@@ -128,6 +128,30 @@ func TestRelayLockIsExclusiveAcrossStores(t *testing.T) {
 	}
 }
 
+// listenWakes runs s.ListenOutbox until the test ends and returns the node
+// each wake named ("" for a (re)connect); wakes beyond its buffer are dropped.
+func listenWakes(t *testing.T, s *store.Store) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.ListenOutbox(ctx, func(node string) {
+			select {
+			case wakes <- node:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listen returned %v, want nil", err)
+		}
+	})
+	return wakes
+}
+
 func TestListenOutboxWakesOnCommit(t *testing.T) {
 	s1, dsn := mustOpen(t)
 	// Another node: its commits' notifications name it.
@@ -137,23 +161,7 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 	}
 	t.Cleanup(s2.Close)
 	c := mustGroup(t, s2, "alice")
-	ctx, cancel := context.WithCancel(context.Background())
-	wakes := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- s1.ListenOutbox(ctx, func(node string) {
-			select {
-			case wakes <- node:
-			default:
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("listen returned %v, want nil", err)
-		}
-	}()
+	wakes := listenWakes(t, s1)
 	waitWake := func(what, node string) {
 		t.Helper()
 		select {
@@ -172,7 +180,7 @@ func TestListenOutboxWakesOnCommit(t *testing.T) {
 
 	// The listener survives losing its connection.
 	var killed int
-	if err := s2.Pool().QueryRow(ctx, `select count(pg_terminate_backend(pid)) from pg_stat_activity
+	if err := s2.Pool().QueryRow(context.Background(), `select count(pg_terminate_backend(pid)) from pg_stat_activity
 		where datname = current_database() and query = 'listen chatd_outbox'`).Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("terminate the listener: killed %d (%v), want 1", killed, err)
 	}
@@ -200,18 +208,7 @@ func TestCommitNotifiesOnlyWhenAsked(t *testing.T) {
 	}
 	t.Cleanup(s2.Close)
 	c := mustGroup(t, s2, "alice")
-	ctx, cancel := context.WithCancel(context.Background())
-	wakes := make(chan string, 16)
-	done := make(chan error, 1)
-	go func() {
-		done <- s1.ListenOutbox(ctx, func(node string) {
-			select {
-			case wakes <- node:
-			default:
-			}
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	wakes := listenWakes(t, s1)
 	if got := <-wakes; got != "" {
 		t.Fatalf("wake on connecting named %q", got)
 	}
