@@ -29,10 +29,11 @@ type cpuMarks struct {
 	accepted   int64
 }
 
-// readCPUMarks reads PostgreSQL's and this process's CPU time now.
-func readCPUMarks(accepted int64) cpuMarks {
+// readCPUMarks reads this process's CPU time now, and that of the
+// PostgreSQL processes under root (see postgresCPUSeconds).
+func readCPUMarks(accepted int64, root int) cpuMarks {
 	m := cpuMarks{accepted: accepted, self: selfCPUSeconds()}
-	m.postgres, m.postgresOK = postgresCPUSeconds()
+	m.postgres, m.postgresOK = postgresCPUSeconds(root)
 	return m
 }
 
@@ -48,7 +49,7 @@ func perMessage(start, stop cpuMarks, chatdSeconds float64) *cpuCost {
 	if start.postgresOK && stop.postgresOK {
 		c.PostgresUS = us(stop.postgres - start.postgres)
 	} else {
-		c.PostgresNote = "no local postgres processes readable in /proc"
+		c.PostgresNote = "no postgres processes under chatd readable in /proc (PostgreSQL elsewhere, or not started by chatd)"
 	}
 	return c
 }
@@ -62,38 +63,83 @@ func selfCPUSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// postgresCPUSeconds sums the user and system time of every process named
-// postgres on this machine (the postmaster, its backends and background
-// workers), with the time of their exited children. A backend that exits
-// during the load takes its time with it unless the postmaster reaped it,
-// which it does: cutime covers them. False when none is readable.
-func postgresCPUSeconds() (float64, bool) {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+// postgresCPUSeconds sums the user and system time of the processes named
+// postgres that descend from root (chatd's managed cluster: its postmaster,
+// backends and background workers), with the time of their exited children
+// (cutime: the postmaster reaps its backends, so a backend that exits
+// between two reads keeps its time in the sum). Summing every postgres on
+// the machine instead went negative when another cluster's processes
+// exited between the two reads (CI runs test packages, each with its own
+// cluster, side by side). root 0 (PostgreSQL not started by the measured
+// chatd) takes every postgres process. False when none is readable.
+func postgresCPUSeconds(root int) (float64, bool) {
+	procs := readProcStats()
 	var total float64
 	found := false
-	for _, path := range stats {
+	for pid, p := range procs {
+		if p.comm != "postgres" || (root != 0 && !descends(procs, pid, root)) {
+			continue
+		}
+		total += p.cpuTicks / clockTicks
+		found = true
+	}
+	return total, found
+}
+
+// procStat is what postgresCPUSeconds needs of one /proc/<pid>/stat.
+type procStat struct {
+	comm     string
+	ppid     int
+	cpuTicks float64 // utime + stime + cutime + cstime
+}
+
+// readProcStats reads every process's stat; a process that exits meanwhile
+// is left out.
+func readProcStats() map[int]procStat {
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	out := make(map[int]procStat, len(paths))
+	for _, path := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil {
+			continue
+		}
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
 		s := string(raw)
 		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != "postgres" {
+		if open < 0 || end < open {
 			continue
 		}
 		f := strings.Fields(s[end+1:])
 		if len(f) < 15 {
 			continue
 		}
-		var ticks float64
+		p := procStat{comm: s[open+1 : end]}
+		p.ppid, _ = strconv.Atoi(f[1])
 		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
 			v, _ := strconv.ParseFloat(f[i], 64)
-			ticks += v
+			p.cpuTicks += v
 		}
-		total += ticks / clockTicks
-		found = true
+		out[pid] = p
 	}
-	return total, found
+	return out
+}
+
+// descends reports whether pid's chain of parents in procs reaches root.
+func descends(procs map[int]procStat, pid, root int) bool {
+	for hops := 0; pid > 1 && hops < len(procs); hops++ {
+		p, ok := procs[pid]
+		if !ok {
+			return false
+		}
+		if p.ppid == root {
+			return true
+		}
+		pid = p.ppid
+	}
+	return false
 }
 
 // String is the report line.

@@ -2,7 +2,11 @@ package main
 
 import (
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // CPU per message is each party's CPU over the accepted count of the same
@@ -23,5 +27,49 @@ func TestPerMessage(t *testing.T) {
 	}
 	if got := perMessage(start, start, 1); got != nil {
 		t.Errorf("nothing accepted: got %+v, want nil", got)
+	}
+}
+
+// PostgreSQL's CPU counts only the postgres processes under the measured
+// chatd: another cluster on the machine (CI runs test packages with their
+// own clusters side by side) is left out, since its processes exiting
+// between the two reads made the figure negative.
+func TestPostgresCPUCountsOnlyTheTreeUnderRoot(t *testing.T) {
+	// A process named postgres, as a child of this test.
+	bin := filepath.Join(t.TempDir(), "postgres")
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Skipf("no /bin/sleep to stand in for postgres: %v", err)
+	}
+	if err := os.WriteFile(bin, sleep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Another root with no postgres under it.
+	other := exec.Command("/bin/sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+
+	deadline := time.Now().Add(5 * time.Second)
+	for !descends(readProcStats(), cmd.Process.Pid, os.Getpid()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in postgres never showed up under this process in /proc")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, found := postgresCPUSeconds(os.Getpid()); !found {
+		t.Error("postgres under this process: not found")
+	}
+	if _, found := postgresCPUSeconds(other.Process.Pid); found {
+		t.Error("postgres under another root: counted, want only that root's tree")
+	}
+	if _, found := postgresCPUSeconds(0); !found {
+		t.Error("root 0 (every postgres on the machine): not found")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,8 +122,14 @@ type loadRun struct {
 // with the fault injectors running, and stops the load.
 func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mon *monitor, proc procSampler) loadRun {
 	var run loadRun
+	// PostgreSQL's CPU is its processes under chatd: the separate one of
+	// --pid, or this process when chatd is embedded.
+	pgRoot := cfg.PID
+	if pgRoot == 0 && cfg.URL == "" {
+		pgRoot = os.Getpid()
+	}
 	_, run.cpuStart, _ = proc.sample(ctx)
-	run.marksStart = readCPUMarks(rec.accepted.Load())
+	run.marksStart = readCPUMarks(rec.accepted.Load(), pgRoot)
 	start := time.Now()
 	rec.measureFrom.Store(rec.since(start.Add(cfg.Warmup)))
 	mon.setPhase("warmup")
@@ -140,7 +147,7 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mo
 	run.elapsed = run.stoppedAt.Sub(start)
 	fl.stopLoad()
 	_, run.cpuStop, _ = proc.sample(ctx)
-	run.marksStop = readCPUMarks(rec.accepted.Load())
+	run.marksStop = readCPUMarks(rec.accepted.Load(), pgRoot)
 	return run
 }
 

@@ -71,7 +71,7 @@ type Report struct {
 	CPUSeconds float64 `json:"cpu_seconds_load"` // during warm-up + load
 	CPUCores   float64 `json:"cpu_cores_load"`
 	// CPUPerMessage is each party's CPU per accepted message over the same
-	// span (PostgreSQL: every local process named postgres).
+	// span (PostgreSQL: the processes named postgres under chatd).
 	CPUPerMessage *cpuCost `json:"cpu_per_accepted,omitempty"`
 	RSSPerConnKiB float64  `json:"rss_per_connection_kib,omitempty"`
 
