@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/idle"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
@@ -74,8 +75,8 @@ type session struct {
 	// deadlineMu orders read-deadline changes: once closing, the reader must
 	// not push the deadline back out past the close handshake's.
 	deadlineMu sync.Mutex
-	// deadlineMoved is when extendReadDeadline last moved the deadline.
-	deadlineMoved time.Time // guarded by deadlineMu
+	// idleDeadline decides when extendReadDeadline moves the deadline.
+	idleDeadline idle.Deadline // guarded by deadlineMu
 
 	limits sendLimits
 	reads  readMarker
@@ -369,29 +370,16 @@ func (s *session) abort() {
 	s.deadlineMu.Unlock()
 }
 
-// extendReadDeadline restarts the idle timer; a closing session keeps the
-// close handshake's deadline.
-//
-// Moving a socket's deadline is a timer update in the runtime, and with
-// 10,000 connections acking every delivery it was ~3% of chatd's CPU. So the
-// deadline moves only once the last move is idleSlack old, and then to
-// IdleTimeout + idleSlack from now: a connection is never cut before
-// IdleTimeout of silence, and at most idleSlack after it.
+// extendReadDeadline restarts the idle timer, lazily (internal/idle: never
+// sooner than IdleTimeout after the last frame, at most 1/16 of it later);
+// a closing session keeps the close handshake's deadline.
 func (s *session) extendReadDeadline() {
 	s.deadlineMu.Lock()
 	defer s.deadlineMu.Unlock()
 	if s.closed() {
 		return
 	}
-	now := time.Now()
-	idle := s.g.cfg.Limits.IdleTimeout
-	slack := idle / idleSlackDivisor
-	if now.Sub(s.deadlineMoved) < slack {
-		return
+	if at, move := s.idleDeadline.Next(time.Now(), s.g.cfg.Limits.IdleTimeout); move {
+		_ = s.conn.SetReadDeadline(at)
 	}
-	s.deadlineMoved = now
-	_ = s.conn.SetReadDeadline(now.Add(idle + slack))
 }
-
-// idleSlackDivisor: a session may outlive its idle timeout by 1/16 of it.
-const idleSlackDivisor = 16

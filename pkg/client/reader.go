@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/idle"
 	"github.com/chatd/chatd/pkg/wire"
 )
 
 // readLoop reads frames until the connection ends and returns why, as a
-// *CloseError. Every frame, pongs included, extends the read deadline (by
-// moving it at most every 1/16 of the timeout, see below). One
+// *CloseError. Every frame, pongs included, extends the read deadline
+// (lazily, as the server does: internal/idle). One
 // frame value is decoded into again and again, and one buffer read into:
 // the decoder copies every string and the handlers copy what they keep, so
 // a delivery allocates no frame-sized slice (ReadMessage's io.ReadAll grew a
@@ -20,19 +21,16 @@ import (
 func (s *session) readLoop(ctx context.Context) error {
 	var f wire.ServerFrame
 	var buf bytes.Buffer
-	// The deadline moves only when its last move is slack old, and then to
-	// timeout + slack from now: never sooner than timeout after the last
-	// frame, and a timer update per several frames instead of per frame.
 	timeout := s.readTimeout()
-	slack := timeout / 16
-	var moved time.Time
+	var deadline idle.Deadline
 	for {
-		if now := time.Now(); ctx.Err() == nil && now.Sub(moved) >= slack {
-			// After a clean shutdown began, the deadline set there stands.
-			if err := s.conn.SetReadDeadline(now.Add(timeout + slack)); err != nil {
-				return closeError(err)
+		// After a clean shutdown began, the deadline set there stands.
+		if ctx.Err() == nil {
+			if at, move := deadline.Next(time.Now(), timeout); move {
+				if err := s.conn.SetReadDeadline(at); err != nil {
+					return closeError(err)
+				}
 			}
-			moved = now
 		}
 		data, err := s.readFrame(&buf)
 		if err != nil {
