@@ -26,8 +26,8 @@ var allowedImports = map[string][]string{
 	"pkg/reclaim":  {},
 	"pkg/stream":   {"", "pkg/store", "internal/logsample"},
 	"pkg/wire":     {"", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types only
-	"pkg/api":      {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample"},
-	"pkg/client":   {"", "pkg/wire"},
+	"pkg/api":      {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample", "internal/idle"},
+	"pkg/client":   {"", "pkg/wire", "internal/idle"},
 	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "web"},
 	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node"},
@@ -39,6 +39,8 @@ var allowedImports = map[string][]string{
 	"internal/logsample": {},
 	// Reflection-free JSON for the hot paths; imports nothing of ours.
 	"internal/jsonfast": {},
+	// The lazy read-deadline rule both ends of a WebSocket keep; imports nothing of ours.
+	"internal/idle": {},
 
 	// The browser files (demo app, JavaScript SDK) embedded for pkg/api to serve.
 	"web": {},
