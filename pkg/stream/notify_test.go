@@ -2,6 +2,8 @@ package stream_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,55 @@ import (
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// listenedOutbox is the real store, telling when its listener connected and
+// counting the relay's outbox reads, so a test can wait until the relay is
+// idle: the listener's connect wakes the relay, and that round must not be
+// mistaken for one woken by a commit.
+type listenedOutbox struct {
+	*store.Store
+	connected chan struct{}
+	once      sync.Once
+	reads     atomic.Int64
+}
+
+func (o *listenedOutbox) ListenOutbox(ctx context.Context, wake func(string)) error {
+	return o.Store.ListenOutbox(ctx, func(node string) {
+		wake(node)
+		if node == "" {
+			o.once.Do(func() { close(o.connected) })
+		}
+	})
+}
+
+func (o *listenedOutbox) ReadOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error) {
+	defer o.reads.Add(1)
+	return o.Store.ReadOutbox(ctx, limit)
+}
+
+func (o *listenedOutbox) ReadOutboxIDs(ctx context.Context, limit int) ([]store.OutboxRef, error) {
+	defer o.reads.Add(1)
+	return o.Store.ReadOutboxIDs(ctx, limit)
+}
+
+// waitIdle waits until the relay leads, its listener is connected, and no
+// outbox read happened for 200 ms.
+func (o *listenedOutbox) waitIdle(t *testing.T, r *stream.Relay) {
+	t.Helper()
+	waitFor(t, "relay active", 5*time.Second, r.Active)
+	select {
+	case <-o.connected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("outbox listener did not connect")
+	}
+	last, since := o.reads.Load(), time.Now()
+	waitFor(t, "relay idle", 5*time.Second, func() bool {
+		if n := o.reads.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 200*time.Millisecond
+	})
+}
 
 // The notification of a commit by the relay's own node does not start a
 // round: that node hands the rows over (Offer) and wakes the relay itself,
@@ -30,10 +81,11 @@ func TestRelayLeavesItsOwnNodesCommitsToTheHandOff(t *testing.T) {
 	_, js := mustInProcessJS(t)
 	chat := mustChat(t, own)
 	reg := prometheus.NewRegistry()
+	o := &listenedOutbox{Store: own, connected: make(chan struct{})}
 	// Only a notification or Wake can start a round: the poll is an hour.
-	r, _ := startRelay(t, stream.RelayConfig{Outbox: own, JS: js, NodeID: "n1", Registerer: reg,
+	r, _ := startRelay(t, stream.RelayConfig{Outbox: o, JS: js, NodeID: "n1", Registerer: reg,
 		Poll: time.Hour, Standby: 100 * time.Millisecond})
-	waitFor(t, "relay active", 5*time.Second, r.Active)
+	o.waitIdle(t, r)
 
 	batch := commitBatch(t, own, chat, 0, 20)
 	// The notification reaches the listener within milliseconds.
