@@ -89,8 +89,12 @@ test('resync after a reconnect: what was sent while offline comes from history, 
     await waitFor(() => rb.of(chat).length >= 15, 10000, () => `bill has ${rb.of(chat).length}`);
     await sleep(200);
     checkSeqs(rb.of(chat), 1, 15);
-    const fromHistory = rb.events.filter((e) => e.chat === chat && e.via === 'history').length;
-    assert.equal(fromHistory, 10, 'the messages sent while offline should come from history');
+    // Only seq 6-15 are pinned to history. Seq 1-5 may come from either
+    // path: bill's first chat list (trackAll) can return after amy created
+    // the chat, and its fetch of the new chat can win the race with the
+    // live frame of seq 1, as one CI run saw. That is the SDK working.
+    const offline = rb.events.filter((e) => e.chat === chat && e.seq > 5).map((e) => `${e.seq}:${e.via}`);
+    assert.deepEqual(offline, [6, 7, 8, 9, 10, 11, 12, 13, 14, 15].map((n) => `${n}:history`), 'the messages sent while offline should come from history');
     const st = rb.states.find((s) => s.state === 'reconnecting');
     assert.ok(st.meaning, 'a reconnecting state carries the meaning of its close');
   } finally {
