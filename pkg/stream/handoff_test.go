@@ -23,8 +23,7 @@ import (
 // decides when a round runs (Wake), and with its reads counted. failDelete
 // fails that many deletes first: a relay killed between publish and delete.
 type handOutbox struct {
-	*store.Store
-	reads      atomic.Int64 // calls of ReadOutbox and ReadOutboxIDs
+	countedReads
 	byID       atomic.Int64 // calls of ReadOutboxByID
 	failDelete atomic.Int64
 }
@@ -34,12 +33,20 @@ func (o *handOutbox) ListenOutbox(ctx context.Context, _ func(string)) error {
 	return nil
 }
 
-func (o *handOutbox) ReadOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error) {
+// countedReads is the real store counting the relay's table reads
+// (ReadOutbox and ReadOutboxIDs), so a test can tell a round that read the
+// table from one served by the hand-off.
+type countedReads struct {
+	*store.Store
+	reads atomic.Int64
+}
+
+func (o *countedReads) ReadOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error) {
 	defer o.reads.Add(1)
 	return o.Store.ReadOutbox(ctx, limit)
 }
 
-func (o *handOutbox) ReadOutboxIDs(ctx context.Context, limit int) ([]store.OutboxRef, error) {
+func (o *countedReads) ReadOutboxIDs(ctx context.Context, limit int) ([]store.OutboxRef, error) {
 	defer o.reads.Add(1)
 	return o.Store.ReadOutboxIDs(ctx, limit)
 }
@@ -60,7 +67,7 @@ func (o *handOutbox) DeleteOutbox(ctx context.Context, ids []int64) (int64, erro
 // poll is an hour), once its first round (on an empty outbox) is over.
 func handRelay(t *testing.T, s *store.Store, js jetstream.JetStream, cfg stream.RelayConfig) (*stream.Relay, *handOutbox, *prometheus.Registry) {
 	t.Helper()
-	o := &handOutbox{Store: s}
+	o := &handOutbox{countedReads: countedReads{Store: s}}
 	reg := prometheus.NewRegistry()
 	cfg.Outbox, cfg.JS, cfg.Registerer = o, js, reg
 	cfg.Poll, cfg.Standby = time.Hour, 100*time.Millisecond

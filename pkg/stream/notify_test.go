@@ -3,7 +3,6 @@ package stream_test
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +17,9 @@ import (
 // idle: the listener's connect wakes the relay, and that round must not be
 // mistaken for one woken by a commit.
 type listenedOutbox struct {
-	*store.Store
+	countedReads
 	connected chan struct{}
 	once      sync.Once
-	reads     atomic.Int64
 }
 
 func (o *listenedOutbox) ListenOutbox(ctx context.Context, wake func(string)) error {
@@ -31,16 +29,6 @@ func (o *listenedOutbox) ListenOutbox(ctx context.Context, wake func(string)) er
 			o.once.Do(func() { close(o.connected) })
 		}
 	})
-}
-
-func (o *listenedOutbox) ReadOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error) {
-	defer o.reads.Add(1)
-	return o.Store.ReadOutbox(ctx, limit)
-}
-
-func (o *listenedOutbox) ReadOutboxIDs(ctx context.Context, limit int) ([]store.OutboxRef, error) {
-	defer o.reads.Add(1)
-	return o.Store.ReadOutboxIDs(ctx, limit)
 }
 
 // waitIdle waits until the relay leads, its listener is connected, and no
@@ -81,7 +69,7 @@ func TestRelayLeavesItsOwnNodesCommitsToTheHandOff(t *testing.T) {
 	_, js := mustInProcessJS(t)
 	chat := mustChat(t, own)
 	reg := prometheus.NewRegistry()
-	o := &listenedOutbox{Store: own, connected: make(chan struct{})}
+	o := &listenedOutbox{countedReads: countedReads{Store: own}, connected: make(chan struct{})}
 	// Only a notification or Wake can start a round: the poll is an hour.
 	r, _ := startRelay(t, stream.RelayConfig{Outbox: o, JS: js, NodeID: "n1", Registerer: reg,
 		Poll: time.Hour, Standby: 100 * time.Millisecond})
