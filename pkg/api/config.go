@@ -99,7 +99,8 @@ type Config struct {
 	// connection (4001) when an `accepted`/`rejected` would be lost. Zero means
 	// Credits + 2×MaxPending + 16 (120 with the defaults).
 	OutboundQueue int
-	// WriteTimeout bounds one frame write. Zero means 10 s.
+	// WriteTimeout bounds one socket write of queued frames (at most
+	// 32 KiB of them, or one larger frame). Zero means 10 s.
 	WriteTimeout time.Duration
 	// StoreTimeout bounds one store call made for a request. Zero means 5 s.
 	StoreTimeout time.Duration

@@ -12,6 +12,7 @@ type metrics struct {
 	connections prometheus.Gauge
 	framesIn    *prometheus.CounterVec // by client frame type
 	framesOut   *prometheus.CounterVec // by server frame type
+	wsWrites    prometheus.Counter     // socket writes carrying data frames
 	rejects     *prometheus.CounterVec // by rejected code
 	closes      *prometheus.CounterVec // by close code
 	queueFull   *prometheus.CounterVec // outbound queue full, by frame type
@@ -39,6 +40,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		framesOut: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_out_total", Help: "Server frames written, by type.",
 		}, []string{"type"}),
+		wsWrites: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_ws_writes_total",
+			Help: "Socket writes of data frames; the frames queued for a connection go out in one write, so chatd_ws_frames_out_total over this is the frames per write.",
+		}),
 		rejects: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_rejects_total", Help: "rejected frames sent, by code.",
 		}, []string{"code"}),

@@ -22,8 +22,13 @@ type gateway struct {
 	cfg     *Config
 	srv     *Server
 	metrics *metrics
-	// writeBuffers lends write buffers to sockets for the length of a write.
+	// writeBuffers is the library's pool of write buffers. It frames only
+	// control frames, which need none, so the pool stays empty; without a
+	// pool the library would give every connection a buffer of its own.
 	writeBuffers sync.Pool
+	// frameBuffers lends the session writers their buffer for one write of
+	// data frames (ws_write.go).
+	frameBuffers sync.Pool
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -106,8 +111,9 @@ func (g *gateway) upgrade() fiber.Handler {
 		// Small read buffer, kept by every idle connection: a typical
 		// client frame (a send of a short message) fits in one read, and
 		// larger ones read through it (bufio reads past it straight into
-		// the frame's buffer). Write buffers come from a pool and are held
-		// only while a frame is written, so an idle connection costs none.
+		// the frame's buffer). Data frames are written by the session
+		// (ws_write.go) from buffers lent for one write; an idle
+		// connection holds no write buffer.
 		ReadBufferSize:  256,
 		WriteBufferSize: 4096,
 		WriteBufferPool: &g.writeBuffers,

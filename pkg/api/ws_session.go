@@ -52,10 +52,11 @@ type outFrame struct {
 
 // session is one WebSocket connection; it implements push.Conn. Its handler
 // goroutine reads; a writer goroutine, started on demand and gone when the
-// queue is empty, owns every data write (the library panics on concurrent
-// writes; at most one writer runs, see outQueue); everyone else hands
-// frames to the bounded out queue without blocking. Pings go out from a
-// timer (WriteControl is safe beside the writer).
+// queue is empty, owns every data write (at most one writer runs, see
+// outQueue, so frames keep their order); everyone else hands frames to the
+// bounded out queue without blocking. Pings go out from a timer through the
+// library's WriteControl, whose single socket write never interleaves with
+// the writer's (see ws_write.go).
 type session struct {
 	g    *gateway
 	conn *websocket.Conn
@@ -219,11 +220,10 @@ func (s *session) run() {
 	// (outQueue starts taken), so it is the first frame even if push
 	// delivered while Attach returned.
 	hello := wire.AppendHello(nil, s.id.User, s.id.Device, s.g.cfg.Limits.announced())
-	if err := s.write(hello); err != nil {
+	if err := s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
 		s.closeWith(closeNone, "")
 		return
 	}
-	s.g.metrics.framesOut.WithLabelValues("hello").Inc()
 	if s.out.release() {
 		s.startWriter()
 	}
@@ -237,13 +237,6 @@ func (s *session) run() {
 		s.reads.wait()
 	}()
 	s.readLoop()
-}
-
-func (s *session) write(data []byte) error {
-	if err := s.conn.SetWriteDeadline(time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
-		return err
-	}
-	return s.conn.WriteMessage(websocket.TextMessage, data)
 }
 
 // enqueue queues f for the writer, starting one if none runs.
@@ -261,10 +254,10 @@ func (s *session) startWriter() {
 	go s.writeRun()
 }
 
-// writeRun is the only data writer while it runs. It encodes queued
-// messages into one buffer, returns when the queue is empty, and once the
-// session closes writes the close frame and starts the close handshake's
-// deadline.
+// writeRun is the only data writer while it runs. It writes the frames
+// queued at each wake in one socket write (writeFrames), returns when the
+// queue is empty, and once the session closes writes the close frame and
+// starts the close handshake's deadline.
 func (s *session) writeRun() {
 	defer s.out.writers.Done()
 	var batch []outFrame
@@ -278,18 +271,11 @@ func (s *session) writeRun() {
 		if !more {
 			return
 		}
-		for _, f := range batch {
-			data := f.data
-			if f.msg != nil {
-				data = f.msg.Frame(encodeMsg)
-			}
-			if err := s.write(data); err != nil {
-				s.logger().Debug("websocket write failed", "err", err)
-				s.closeWith(closeNone, "")
-				s.abort()
-				return
-			}
-			s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+		if err := s.writeFrames(batch, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+			s.logger().Debug("websocket write failed", "err", err)
+			s.closeWith(closeNone, "")
+			s.abort()
+			return
 		}
 	}
 }
@@ -351,16 +337,7 @@ func (s *session) writeClose() {
 
 // flush writes the frames queued right now, all before deadline.
 func (s *session) flush(deadline time.Time) {
-	for _, f := range s.out.drain() {
-		data := f.data
-		if f.msg != nil {
-			data = f.msg.Frame(encodeMsg)
-		}
-		if s.conn.SetWriteDeadline(deadline) != nil || s.conn.WriteMessage(websocket.TextMessage, data) != nil {
-			return
-		}
-		s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
-	}
+	_ = s.writeFrames(s.out.drain(), deadline)
 }
 
 // abort unblocks the reader at once.

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Data frames are framed here and written to the socket by the session's
+// writer itself, every frame its writer found queued in one write: measured
+// in pairs at 5,000 msg/s a writer wakes to 1.7 queued frames on average
+// (3.4 at 8,000), and on this kind of VM each write system call costs more
+// than framing the bytes (BENCHMARKS.md, "Issue 12, sixth pass"). The
+// library's WriteMessage writes one frame per call and has no way to hold a
+// write back. The library still writes the control frames (ping, pong,
+// close) with one Write each; a net.Conn's Write is atomic towards other
+// Writes on it (the descriptor's write lock is held for the whole of it), so
+// the two never interleave bytes.
+
+// coalesceLimit is where a writer stops adding frames to one write: a burst
+// to a slow reader goes out in pieces of about this size, and no buffer this
+// large is kept after it (see putWriteBuffer).
+const coalesceLimit = 32 << 10
+
+// appendTextFrame appends payload as one unfragmented, unmasked text frame
+// (RFC 6455 section 5.2: a server never masks).
+func appendTextFrame(dst, payload []byte) []byte {
+	const finText = 0x81 // FIN bit, opcode 1 (text)
+	n := len(payload)
+	switch {
+	case n <= 125:
+		dst = append(dst, finText, byte(n))
+	case n <= 0xffff:
+		dst = append(dst, finText, 126)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+	default:
+		dst = append(dst, finText, 127)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
+	}
+	return append(dst, payload...)
+}
+
+// writeFrames writes frames to the socket, as few writes as coalesceLimit
+// allows, all before deadline. Only the writer role may call it (see
+// outQueue); a frame counts as out once the write carrying it returned.
+func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
+	if len(frames) == 0 {
+		return nil
+	}
+	// On the socket itself: the library's SetWriteDeadline only stores a
+	// deadline for its own writes.
+	if err := s.conn.NetConn().SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	buf := s.g.getWriteBuffer()
+	defer func() { s.g.putWriteBuffer(buf) }()
+	pending := 0 // frames in *buf, not yet written
+	for i, f := range frames {
+		data := f.data
+		if f.msg != nil {
+			data = f.msg.Frame(encodeMsg)
+		}
+		if len(*buf) > 0 && len(*buf)+len(data) > coalesceLimit {
+			if err := s.writeSocket(*buf, frames[i-pending:i]); err != nil {
+				return err
+			}
+			*buf, pending = (*buf)[:0], 0
+		}
+		*buf = appendTextFrame(*buf, data)
+		pending++
+	}
+	return s.writeSocket(*buf, frames[len(frames)-pending:])
+}
+
+// writeSocket writes b, the framed frames, in one write and counts them.
+func (s *session) writeSocket(b []byte, frames []outFrame) error {
+	if _, err := s.conn.NetConn().Write(b); err != nil {
+		return err
+	}
+	s.g.metrics.wsWrites.Inc()
+	for _, f := range frames {
+		s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+	}
+	return nil
+}
+
+// getWriteBuffer lends a buffer for one writeFrames; idle connections hold
+// none.
+func (g *gateway) getWriteBuffer() *[]byte {
+	if b, ok := g.frameBuffers.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 4<<10)
+	return &b
+}
+
+// putWriteBuffer takes a buffer back, unless a big frame grew it past
+// coalesceLimit: the pool would keep that memory for frames that rarely come.
+func (g *gateway) putWriteBuffer(b *[]byte) {
+	if cap(*b) > coalesceLimit {
+		return
+	}
+	*b = (*b)[:0]
+	g.frameBuffers.Put(b)
+}

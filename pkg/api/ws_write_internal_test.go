@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// countingConn counts the Write calls made on a server-side socket.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+// writePair is a session on the server end of a real WebSocket whose socket
+// writes are counted, and a library client on the other end to read what
+// the session wrote.
+type writePair struct {
+	s      *session
+	client *websocket.Conn
+	writes *atomic.Int64 // socket writes by the server after the handshake
+}
+
+func newWritePair(t *testing.T) *writePair {
+	t.Helper()
+	writes := new(atomic.Int64)
+	serverConn := make(chan *websocket.Conn, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up := websocket.Upgrader{}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			t.Errorf("upgrade: %v", err)
+			return
+		}
+		serverConn <- c
+	}))
+	srv.Listener = countingListener{srv.Listener, writes}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	conn := <-serverConn
+	t.Cleanup(func() { _ = conn.Close() })
+	writes.Store(0) // the handshake's response
+	g := &gateway{cfg: &Config{OutboundQueue: 100, WriteTimeout: 5 * time.Second}, metrics: newMetrics(nil)}
+	return &writePair{s: newSession(g, conn, Identity{User: "u1", Device: "d1"}), client: client, writes: writes}
+}
+
+// read reads n frames from the client side and fails unless they are want,
+// in order, as text frames.
+func (p *writePair) read(t *testing.T, want [][]byte) {
+	t.Helper()
+	_ = p.client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, w := range want {
+		typ, got, err := p.client.ReadMessage()
+		if err != nil {
+			t.Fatalf("frame %d of %d: %v", i+1, len(want), err)
+		}
+		if typ != websocket.TextMessage || !bytes.Equal(got, w) {
+			t.Fatalf("frame %d: type %d, %d bytes %.20q..., want a text frame of %d bytes %.20q...", i+1, typ, len(got), got, len(w), w)
+		}
+	}
+}
+
+// counterValue reads a counter's value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func payloads(sizes ...int) [][]byte {
+	out := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		out[i] = bytes.Repeat([]byte{byte('a' + i%26)}, n)
+	}
+	return out
+}
+
+func framesOf(data [][]byte) []outFrame {
+	out := make([]outFrame, len(data))
+	for i, d := range data {
+		out[i] = outFrame{data: d, kind: "accepted"}
+	}
+	return out
+}
+
+// Every payload length class of RFC 6455's framing (7-bit, 16-bit and 64-bit
+// lengths, and their edges) must come out as frames a real client reads back
+// byte for byte, here all framed into one buffer and written at once.
+func TestAppendTextFrameReadsBackThroughTheLibrary(t *testing.T) {
+	p := newWritePair(t)
+	want := payloads(0, 1, 125, 126, 127, 0xffff, 0x10000, 70000)
+	var buf []byte
+	for _, d := range want {
+		buf = appendTextFrame(buf, d)
+	}
+	if _, err := p.s.conn.NetConn().Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	p.read(t, want)
+}
+
+// The writer must send the frames it finds queued in one socket write (the
+// point of ws_write.go), and count each as out.
+func TestWriterSendsQueuedFramesInOneWrite(t *testing.T) {
+	p := newWritePair(t)
+	want := payloads(30, 200, 90, 1000, 5, 64, 300, 12, 700, 40)
+	// The queue starts with the writer role held (as before hello), so
+	// every frame is queued before the writer runs.
+	for _, f := range framesOf(want) {
+		if ok, _ := p.s.out.push(f); !ok {
+			t.Fatal("queue refused a frame")
+		}
+	}
+	if p.s.out.release() {
+		p.s.startWriter()
+	}
+	p.read(t, want)
+	p.s.out.writers.Wait()
+	if got := p.writes.Load(); got != 1 {
+		t.Errorf("socket writes for %d queued frames: got %d, want 1", len(want), got)
+	}
+	if got := counterValue(t, p.s.g.metrics.wsWrites); got != 1 {
+		t.Errorf("chatd_ws_writes_total = %v, want 1", got)
+	}
+	if got := counterValue(t, p.s.g.metrics.framesOut.WithLabelValues("accepted")); got != float64(len(want)) {
+		t.Errorf(`chatd_ws_frames_out_total{type="accepted"} = %v, want %d`, got, len(want))
+	}
+}
+
+// A write stops growing at coalesceLimit: three 12 KiB frames go out as two
+// writes (two frames, then one), in order; a frame bigger than the limit
+// goes out whole in a write of its own.
+func TestWriterSplitsWritesAtTheCoalesceLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sizes  []int
+		writes int64
+	}{
+		{"three of 12 KiB", []int{12 << 10, 12 << 10, 12 << 10}, 2},
+		{"small, one over the limit, small", []int{100, coalesceLimit + 1, 100}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newWritePair(t)
+			want := payloads(tc.sizes...)
+			done := make(chan error, 1)
+			go func() { done <- p.s.writeFrames(framesOf(want), time.Now().Add(5*time.Second)) }()
+			p.read(t, want)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := p.writes.Load(); got != tc.writes {
+				t.Errorf("socket writes: got %d, want %d", got, tc.writes)
+			}
+		})
+	}
+}
