@@ -27,16 +27,7 @@ const maxKeptReadBuf = 16 << 10
 // so a client in the middle of a large write still gets to read our close
 // frame. Any frame, ping or pong restarts the idle timer.
 func (s *session) readLoop() {
-	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
-	s.conn.SetPingHandler(func(data string) error {
-		s.extendReadDeadline()
-		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.g.cfg.WriteTimeout))
-		var ne net.Error
-		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
-			return nil
-		}
-		return err
-	})
+	s.setControlHandlers()
 	s.extendReadDeadline()
 	var buf []byte
 	for {
@@ -66,6 +57,28 @@ func (s *session) readLoop() {
 			buf = nil
 		}
 	}
+}
+
+// setControlHandlers sets what the reader does with control frames: any
+// ping or pong restarts the idle timer, a ping is answered, and a client's
+// close is answered through writeCloseFrame (the library's own answer
+// would not keep the writer's data frames from following it).
+func (s *session) setControlHandlers() {
+	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
+	s.conn.SetPingHandler(func(data string) error {
+		s.extendReadDeadline()
+		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.g.cfg.WriteTimeout))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
+			return nil
+		}
+		return err
+	})
+	s.conn.SetCloseHandler(func(code int, _ string) error {
+		// As the library's default: echo the code, no text.
+		_ = s.writeCloseFrame(websocket.FormatCloseMessage(code, ""), time.Now().Add(controlFrameWait))
+		return nil
+	})
 }
 
 // readFrame reads one message into buf, never more than limit+1 bytes: memory

@@ -73,6 +73,11 @@ type session struct {
 	code      wire.CloseCode // set once, before stop is closed
 	reason    string         // close frame text
 
+	// closeFrameMu orders the close frame against data writes: no data
+	// frame may follow it on the socket (ws_write.go).
+	closeFrameMu   sync.Mutex
+	closeFrameSent bool // guarded by closeFrameMu
+
 	// deadlineMu orders read-deadline changes: once closing, the reader must
 	// not push the deadline back out past the close handshake's.
 	deadlineMu sync.Mutex
@@ -193,8 +198,7 @@ func (s *session) offer(data []byte, kind string) {
 // shutting down, or live delivery is not ready) with 1001 going away: the
 // client reconnects, here or to another node, and resyncs from history.
 func (s *session) refuse(why string) {
-	msg := websocket.FormatCloseMessage(int(wire.CloseGoingAway), why)
-	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
+	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(wire.CloseGoingAway), why), time.Now().Add(controlFrameWait))
 }
 
 // run is the session's life: register for live delivery, then `hello`
@@ -328,8 +332,7 @@ func (s *session) writeClose() {
 	if s.code != wire.CloseOverloaded { // an overloaded client is not reading
 		s.flush(time.Now().Add(controlFrameWait))
 	}
-	msg := websocket.FormatCloseMessage(int(s.code), s.reason)
-	_ = s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlFrameWait))
+	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(s.code), s.reason), time.Now().Add(controlFrameWait))
 	s.deadlineMu.Lock()
 	_ = s.conn.SetReadDeadline(time.Now().Add(closeHandshake))
 	s.deadlineMu.Unlock()

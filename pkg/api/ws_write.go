@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/fasthttp/websocket"
 )
 
 // Data frames are framed here and written to the socket by the session's
@@ -14,7 +16,8 @@ import (
 // write back. The library still writes the control frames (ping, pong,
 // close) with one Write each; a net.Conn's Write is atomic towards other
 // Writes on it (the descriptor's write lock is held for the whole of it), so
-// the two never interleave bytes.
+// the two never interleave bytes. Close frames are the exception that needs
+// order: they go out through writeCloseFrame, after which no data frame does.
 
 // coalesceLimit is where a writer stops adding frames to one write: a burst
 // to a slow reader goes out in pieces of about this size, and no buffer this
@@ -71,8 +74,15 @@ func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
 	return s.writeSocket(*buf, frames[len(frames)-pending:])
 }
 
-// writeSocket writes b, the framed frames, in one write and counts them.
+// writeSocket writes b, the framed frames, in one write and counts them,
+// unless a close frame went out before: RFC 6455 allows no data frame after
+// it. (The library knew that for its own writes; these bypass it.)
 func (s *session) writeSocket(b []byte, frames []outFrame) error {
+	s.closeFrameMu.Lock()
+	defer s.closeFrameMu.Unlock()
+	if s.closeFrameSent {
+		return websocket.ErrCloseSent
+	}
 	if _, err := s.conn.NetConn().Write(b); err != nil {
 		return err
 	}
@@ -81,6 +91,17 @@ func (s *session) writeSocket(b []byte, frames []outFrame) error {
 		s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
 	}
 	return nil
+}
+
+// writeCloseFrame sends a close frame (msg from FormatCloseMessage) after
+// any data write in progress, and keeps every data frame off the socket from
+// then on. Every close frame the server sends goes through it: its own
+// choice (writeClose), a refusal, and the reply to a client's close.
+func (s *session) writeCloseFrame(msg []byte, deadline time.Time) error {
+	s.closeFrameMu.Lock()
+	defer s.closeFrameMu.Unlock()
+	s.closeFrameSent = true
+	return s.conn.WriteControl(websocket.CloseMessage, msg, deadline)
 }
 
 // getWriteBuffer lends a buffer for one writeFrames; idle connections hold

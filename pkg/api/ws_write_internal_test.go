@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -189,6 +190,32 @@ func TestWriterSplitsWritesAtTheCoalesceLimit(t *testing.T) {
 				t.Errorf("socket writes: got %d, want %d", got, tc.writes)
 			}
 		})
+	}
+}
+
+// No data frame may follow a close frame on the socket (RFC 6455 5.5.1).
+// The library kept that for its own writes; the writer's socket writes
+// bypass it, so a client's close, answered by the reader, must stop them.
+func TestNoDataFrameAfterTheCloseFrame(t *testing.T) {
+	p := newWritePair(t)
+	p.s.setControlHandlers()
+	if err := p.client.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.s.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := p.s.conn.NextReader(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		t.Fatalf("server read: got %v, want the client's close", err)
+	}
+	err := p.s.writeFrames(framesOf(payloads(10, 20)), time.Now().Add(5*time.Second))
+	if !errors.Is(err, websocket.ErrCloseSent) {
+		t.Errorf("data write after the close reply: got %v, want ErrCloseSent", err)
+	}
+	if got := p.writes.Load(); got != 1 {
+		t.Errorf("socket writes after the client's close: got %d, want 1 (the close reply)", got)
+	}
+	_ = p.client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := p.client.NextReader(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		t.Errorf("client read: got %v, want the server's close reply (1000)", err)
 	}
 }
 
