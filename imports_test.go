@@ -24,7 +24,7 @@ var allowedImports = map[string][]string{
 	"pkg/ingest":   {"", "pkg/store", "internal/logsample"},
 	"pkg/push":     {"", "internal/logsample"},
 	"pkg/reclaim":  {},
-	"pkg/stream":   {"", "pkg/store", "internal/logsample"},
+	"pkg/stream":   {"", "pkg/store", "internal/logsample", "internal/jsonfast"},
 	"pkg/wire":     {"", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types only
 	"pkg/api":      {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample", "internal/idle"},
 	"pkg/client":   {"", "pkg/wire", "internal/idle"},

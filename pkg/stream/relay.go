@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -51,9 +50,9 @@ type Outbox interface {
 
 // RelayConfig configures a Relay. Zero values take the documented defaults.
 type RelayConfig struct {
-	// Outbox and JS are required. The relay publishes through a JetStream
-	// context of its own on JS's connection, so its publish timeout and
-	// pending cap hold whatever options JS was made with.
+	// Outbox and JS are required. The relay publishes on JS's connection
+	// with a publisher of its own (publisher.go): JS's publish options do
+	// not apply; PublishTimeout and Batch bound the relay's publishes.
 	Outbox Outbox
 	JS     jetstream.JetStream
 	// SubjectPrefix is the delivery stream's subject prefix (see
@@ -139,7 +138,7 @@ type Relay struct {
 	log     *slog.Logger
 	sampled *logsample.Sampler // for what can repeat every round
 	nc      *nats.Conn
-	pub     jetstream.JetStream // the relay's own publisher (see RelayConfig.JS)
+	pub     *publisher
 	wake    chan struct{}
 	held    *held // this node's commits, handed over while it leads
 	metrics *relayMetrics
@@ -152,17 +151,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, err
 	}
 	nc := cfg.JS.Conn()
-	// Without an ack timeout a future whose ack never comes (a leader
-	// change, a lost reply) stays pending for ever, and after enough of
-	// them every publish stalls on the pending cap. With it every future
-	// settles within PublishTimeout. One round has at most Batch
-	// outstanding and waits for all of them, so Batch is the cap.
-	pub, err := jetstream.New(nc,
-		jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout),
-		jetstream.WithPublishAsyncMaxPending(cfg.Batch))
-	if err != nil {
-		return nil, fmt.Errorf("stream: relay publisher: %w", err)
-	}
+	pub := newPublisher(nc)
 	log := cfg.Logger.With("component", "relay")
 	h := newHeld(cfg.Hold)
 	return &Relay{
@@ -177,7 +166,7 @@ func (r *Relay) Active() bool { return r.active.Load() }
 
 // PublishAsyncPending is how many of the relay's publishes await their ack
 // (at most Batch; zero between rounds).
-func (r *Relay) PublishAsyncPending() int { return r.pub.PublishAsyncPending() }
+func (r *Relay) PublishAsyncPending() int { return r.pub.pending() }
 
 // Wake tells the relay that rows were committed. It never blocks.
 func (r *Relay) Wake() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/store"
@@ -21,17 +20,7 @@ var (
 	errNotConnected = errors.New("not connected to NATS")
 	// errEncode is an envelope that cannot be encoded: a property of the row.
 	errEncode = errors.New("encode envelope")
-	// errAckOverdue is a future that outlived the publish timeout, which
-	// the publisher's own ack timeout should make impossible.
-	errAckOverdue = errors.New("publish ack overdue")
 )
-
-// sent is one row's publish: its future, and once settled its error (nil
-// with a future: acknowledged).
-type sent struct {
-	f   jetstream.PubAckFuture
-	err error
-}
 
 // round publishes the oldest outbox rows in order, waits until every
 // publish has settled, deletes the acknowledged prefix and sets aside the
@@ -48,7 +37,10 @@ func (r *Relay) round(ctx context.Context) (read, done int, err error) {
 	if err != nil || len(entries) == 0 {
 		return 0, 0, err
 	}
-	results := r.publishAll(ctx, entries)
+	results, err := r.publishAll(ctx, entries)
+	if err != nil {
+		return 0, 0, err
+	}
 	done, err = r.finish(ctx, entries, results)
 	return len(entries), done, err
 }
@@ -109,74 +101,58 @@ func merge(entries []store.OutboxEntry, missing []int, rows []store.OutboxEntry)
 	return out
 }
 
-// publishAll publishes entries in order and waits for every future: a round
-// that failed leaves nothing outstanding behind it. It stops at the first
-// transient failure (stalled, link lost): the rest would fail the same way.
-func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) []sent {
-	out := make([]sent, 0, len(entries))
+// publishAll publishes entries in order and returns each one's outcome,
+// waiting until every publish is answered or the publish timeout passes: a
+// round that failed leaves nothing outstanding behind it. It stops at the
+// first transient failure (stalled, link lost): the rest would fail the
+// same way, and their outcome stays errPending.
+func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) ([]error, error) {
+	rd, err := r.pub.begin(len(entries))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reply subscription: %w", errPublish, err)
+	}
 	for i := range entries {
-		f, err := r.publish(&entries[i])
-		out = append(out, sent{f: f, err: err})
-		if err != nil && !permanent(err) {
+		if err := r.publish(rd, i, &entries[i]); err != nil && !permanent(err) {
 			break
 		}
 	}
-	// Every future settles within PublishTimeout (the publisher's ack
-	// timeout); the timer below is only a guard against a lost settlement.
-	guard := time.NewTimer(r.cfg.PublishTimeout + time.Second)
-	defer guard.Stop()
-	for i := range out {
-		if out[i].f == nil {
-			continue
-		}
-		select {
-		case <-out[i].f.Ok():
-		case err := <-out[i].f.Err():
-			out[i].err = err
-		case <-guard.C:
-			out[i].err = errAckOverdue
-		case <-ctx.Done():
-			out[i].err = ctx.Err() // Run's CleanupPublisher fails the rest
-		}
-	}
-	return out
+	return r.pub.wait(ctx, rd, r.cfg.PublishTimeout), nil
 }
 
-func (r *Relay) publish(e *store.OutboxEntry) (jetstream.PubAckFuture, error) {
+// publish sends one entry as publish i of the round. No client-side
+// retries: a retry could land after later rows and reorder the stream; the
+// round republishes from the first failure.
+func (r *Relay) publish(rd *pubRound, i int, e *store.OutboxEntry) error {
 	data, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 	if err != nil {
-		return nil, fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
+		rd.errs[i] = fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
+		return rd.errs[i]
 	}
-	msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + e.Message.Chat, Data: data}
-	// No client-side retries: a retry could land after later rows and
-	// reorder the stream; the round republishes from the first failure.
-	return r.pub.PublishMsgAsync(msg,
-		jetstream.WithMsgID(strconv.FormatInt(e.ID, 10)),
-		jetstream.WithRetryAttempts(0))
+	return r.pub.publish(rd, i, r.cfg.SubjectPrefix+e.Message.Chat, strconv.FormatInt(e.ID, 10), data)
 }
 
 // finish walks the settled publishes in order. Acknowledged rows are
 // deleted and rows that can never be published are set aside, up to the
 // first transient failure: only that prefix is done (it returns its
 // length), the rest is retried.
-func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []sent) (int, error) {
+func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []error) (int, error) {
 	ids := make([]int64, 0, len(results))
 	now := r.cfg.Now()
 	done := 0
 	var failed error
-	for i, s := range results {
+	for i, err := range results {
 		e := &entries[i]
-		if s.err == nil {
+		if err == nil {
 			ids = append(ids, e.ID)
 			r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
 			done++
 			continue
 		}
-		if !permanent(s.err) {
-			failed = transient(s.err)
+		if !permanent(err) {
+			failed = transient(err)
 			break
 		}
-		if err := r.setAside(ctx, e, s.err); err != nil {
+		if err := r.setAside(ctx, e, err); err != nil {
 			failed = err
 			break
 		}

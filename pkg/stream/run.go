@@ -19,9 +19,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	// down, and the standby loop waits for the link before it contends.
 	reconnected := r.nc.StatusChanged(nats.CONNECTED)
 	defer r.nc.RemoveStatusListener(reconnected)
-	// Fails whatever is still outstanding and drops the reply
-	// subscription, so nothing of the publisher outlives Run.
-	defer r.pub.CleanupPublisher()
+	// Drops the reply subscription, so nothing of the publisher outlives
+	// Run (a round always ends before lead returns).
+	defer r.pub.close()
 	defer r.sampled.Flush()
 	var wg sync.WaitGroup
 	wg.Add(1)
