@@ -12,6 +12,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Send is one message handed to CommitBatch. The caller (ingest) has
@@ -198,8 +199,8 @@ func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
 // The lock goes first so the dedupe lookup sees whatever a batch that held
 // the lock just committed.
 func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
-	froms := make([]string, len(p.sends))
-	cids := make([]string, len(p.sends))
+	froms := make(textArray, len(p.sends))
+	cids := make(textArray, len(p.sends))
 	for i := range p.sends {
 		froms[i], cids[i] = p.sends[i].From, p.sends[i].CID
 	}
@@ -210,13 +211,13 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	// the same (it conflicts with itself) but not with the key-share locks
 	// that inserts referencing a chat take (read_state, members), so a read
 	// batch, whatever the order of its marks, never deadlocks a commit.
-	b.Queue(`select id, last_seq from chats where id = any($1) order by id for no key update`, p.chatIDs)
+	b.Queue(`select id, last_seq from chats where id = any($1) order by id for no key update`, textArray(p.chatIDs))
 	// Lookups by index per key, whatever the statistics say (see probeNote).
 	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
 		from unnest($1::text[], $2::text[]) as k(sender, cid)
 		cross join lateral (
 			select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
-	b.Queue(`select chat_id, user_id from members where chat_id = any($1) order by chat_id, user_id`, p.chatIDs)
+	b.Queue(`select chat_id, user_id from members where chat_id = any($1) order by chat_id, user_id`, textArray(p.chatIDs))
 	// A batch of messages alone (most batches) has no targets to read.
 	targets := p.targetIDs()
 	if len(targets) > 0 {
@@ -249,11 +250,21 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 		return err
 	}
 	p.members = make(map[string][]string, len(p.chatIDs))
+	// A row's chat is found among p.chatIDs, not copied out of the row.
+	var chat pgtype.DriverBytes
+	k := 0 // rows come chat by chat: usually the previous row's chat
 	if err := readRows(br, "load members", func(r pgx.Rows) error {
-		var chat, user string
-		err := r.Scan(&chat, &user)
-		p.members[chat] = append(p.members[chat], user)
-		return err
+		var user string
+		if err := r.Scan(&chat, &user); err != nil {
+			return err
+		}
+		if p.chatIDs[k] != string(chat) {
+			if k = chatIndex(p.chatIDs, chat); k < 0 {
+				return fmt.Errorf("member of chat %q, which the batch did not ask for", chat)
+			}
+		}
+		p.members[p.chatIDs[k]] = append(p.members[p.chatIDs[k]], user)
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -267,6 +278,17 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 		return fmt.Errorf("load batch: %w", err)
 	}
 	return nil
+}
+
+// chatIndex is the index of chat in ids, or -1. A linear scan: a batch has
+// few chats, and PostgreSQL's collation may order them unlike Go.
+func chatIndex(ids []string, chat []byte) int {
+	for k, id := range ids {
+		if id == string(chat) {
+			return k
+		}
+	}
+	return -1
 }
 
 // probeNote: the hot-path statements look history rows up through a
@@ -424,11 +446,11 @@ func (p *commitPlan) readInsert(br pgx.BatchResults) error {
 		byMsg[p.out[i].Message.ID] = i
 	}
 	rows := 0
+	var id int64
+	var msgID pgtype.DriverBytes // only looked up: no string made per row
 	if err := readRows(br, "insert history and outbox", func(r pgx.Rows) error {
-		var id int64
-		var msgID string
 		err := r.Scan(&id, &msgID)
-		p.out[byMsg[msgID]].OutboxID = id
+		p.out[byMsg[string(msgID)]].OutboxID = id
 		rows++
 		return err
 	}); err != nil {
@@ -445,21 +467,21 @@ func (p *commitPlan) readInsert(br pgx.BatchResults) error {
 
 // insertColumns are the fresh rows as column arrays for unnest.
 type insertColumns struct {
-	msgIDs, chats, froms, devices, cids, bodies, recips []string
-	seqs                                                []int64
-	tss                                                 []time.Time
-	upChats                                             []string // chats and their new last_seq
-	upSeqs                                              []int64
+	msgIDs, chats, froms, devices, cids, bodies, recips textArray
+	seqs                                                int8Array
+	tss                                                 timestamptzArray
+	upChats                                             textArray // chats and their new last_seq
+	upSeqs                                              int8Array
 	eventColumns
 }
 
 func (p *commitPlan) columns() insertColumns {
 	n := len(p.fresh)
 	c := insertColumns{
-		msgIDs: make([]string, n), chats: make([]string, n), froms: make([]string, n),
-		devices: make([]string, n), cids: make([]string, n), bodies: make([]string, n),
-		recips: make([]string, n), seqs: make([]int64, n), tss: make([]time.Time, n),
-		upChats: make([]string, 0, len(p.lastSeq)), upSeqs: make([]int64, 0, len(p.lastSeq)),
+		msgIDs: make(textArray, n), chats: make(textArray, n), froms: make(textArray, n),
+		devices: make(textArray, n), cids: make(textArray, n), bodies: make(textArray, n),
+		recips: make(textArray, n), seqs: make(int8Array, n), tss: make(timestamptzArray, n),
+		upChats: make(textArray, 0, len(p.lastSeq)), upSeqs: make(int8Array, 0, len(p.lastSeq)),
 	}
 	joined := make(map[string]string, len(p.chatIDs))
 	for k, i := range p.fresh {

@@ -139,14 +139,14 @@ func storedKind(k chatd.EventKind) chatd.EventKind {
 
 // eventColumns are the event fields of the fresh rows, NULL where absent.
 type eventColumns struct {
-	kinds                  []string
+	kinds                  textArray
 	targets, metas, emojis []*string
 	ons                    []*bool
 }
 
 func (p *commitPlan) eventColumns() eventColumns {
 	n := len(p.fresh)
-	c := eventColumns{kinds: make([]string, n), targets: make([]*string, n), metas: make([]*string, n),
+	c := eventColumns{kinds: make(textArray, n), targets: make([]*string, n), metas: make([]*string, n),
 		emojis: make([]*string, n), ons: make([]*bool, n)}
 	for k, i := range p.fresh {
 		m := &p.out[i].Message

@@ -94,7 +94,7 @@ func (s *Store) ReadOutboxByID(ctx context.Context, ids []int64) ([]OutboxEntry,
 		from outbox o
 		cross join lateral (select * from history h where h.id = o.history_id limit 1) h
 		where o.id = any($1)
-		order by o.id`, ids)
+		order by o.id`, int8Array(ids))
 	return collectOutbox(rows, err)
 }
 
@@ -135,7 +135,7 @@ func (s *Store) DeleteOutbox(ctx context.Context, ids []int64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `delete from outbox where id = any($1)`, ids)
+	tag, err := s.pool.Exec(ctx, `delete from outbox where id = any($1)`, int8Array(ids))
 	if err != nil {
 		return 0, fmt.Errorf("delete outbox: %w", err)
 	}

@@ -86,6 +86,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if cfg.Tracer != nil {
 		pcfg.ConnConfig.Tracer = cfg.Tracer
 	}
+	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerArrays(conn)
+		return nil
+	}
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = DefaultMaxConns
 	}
