@@ -229,13 +229,26 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 
+	// Scan targets are declared once for all rows, outside the closures:
+	// passed to Scan through an interface, each variable (and each
+	// argument list) would otherwise be a heap allocation per row.
+	var (
+		id   pgtype.DriverBytes // a chat of the batch, found in p.chatIDs
+		seq  int64
+		user string
+	)
+	lockDest := []any{&id, &seq}
+	k := 0 // where the last row's chat was in p.chatIDs
 	p.lastSeq = make(map[string]int64, len(p.chatIDs))
 	if err := readRows(br, "lock chats", func(r pgx.Rows) error {
-		var id string
-		var seq int64
-		err := r.Scan(&id, &seq)
-		p.lastSeq[id] = seq
-		return err
+		if err := r.Scan(lockDest...); err != nil {
+			return err
+		}
+		if k = chatIndex(p.chatIDs, k, id); k < 0 {
+			return fmt.Errorf("locked chat %q, which the batch did not ask for", id)
+		}
+		p.lastSeq[p.chatIDs[k]] = seq
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -250,18 +263,14 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 		return err
 	}
 	p.members = make(map[string][]string, len(p.chatIDs))
-	// A row's chat is found among p.chatIDs, not copied out of the row.
-	var chat pgtype.DriverBytes
-	k := 0 // rows come chat by chat: usually the previous row's chat
+	memberDest := []any{&id, &user}
+	k = 0
 	if err := readRows(br, "load members", func(r pgx.Rows) error {
-		var user string
-		if err := r.Scan(&chat, &user); err != nil {
+		if err := r.Scan(memberDest...); err != nil {
 			return err
 		}
-		if p.chatIDs[k] != string(chat) {
-			if k = chatIndex(p.chatIDs, chat); k < 0 {
-				return fmt.Errorf("member of chat %q, which the batch did not ask for", chat)
-			}
+		if k = chatIndex(p.chatIDs, k, id); k < 0 {
+			return fmt.Errorf("member of chat %q, which the batch did not ask for", id)
 		}
 		p.members[p.chatIDs[k]] = append(p.members[p.chatIDs[k]], user)
 		return nil
@@ -280,11 +289,12 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	return nil
 }
 
-// chatIndex is the index of chat in ids, or -1. A linear scan: a batch has
-// few chats, and PostgreSQL's collation may order them unlike Go.
-func chatIndex(ids []string, chat []byte) int {
-	for k, id := range ids {
-		if id == string(chat) {
+// chatIndex is the index of chat in ids, or -1, looking from index from
+// on first: rows ordered by chat id come in ids' order when PostgreSQL's
+// collation sorts them as Go does, and are found anyway when it does not.
+func chatIndex(ids []string, from int, chat []byte) int {
+	for k := range ids {
+		if k := (from + k) % len(ids); ids[k] == string(chat) {
 			return k
 		}
 	}
@@ -448,8 +458,9 @@ func (p *commitPlan) readInsert(br pgx.BatchResults) error {
 	rows := 0
 	var id int64
 	var msgID pgtype.DriverBytes // only looked up: no string made per row
+	dest := []any{&id, &msgID}   // one argument list for every row
 	if err := readRows(br, "insert history and outbox", func(r pgx.Rows) error {
-		err := r.Scan(&id, &msgID)
+		err := r.Scan(dest...)
 		p.out[byMsg[string(msgID)]].OutboxID = id
 		rows++
 		return err
