@@ -137,6 +137,22 @@ func (p *Parser) String() (string, bool) {
 	return "", false
 }
 
+// StringIn decodes a string value as String does, but returns the name
+// itself when the value is one of names, written without escapes: no copy
+// is made for a value from a small known set (a frame's type).
+func (p *Parser) StringIn(names ...string) (string, bool) {
+	start := p.i
+	if tok, ok := p.key(); ok {
+		for _, n := range names {
+			if string(tok) == n {
+				return n, true
+			}
+		}
+	}
+	p.i = start
+	return p.String()
+}
+
 // escapedString finishes a string holding an escape, from its start.
 func (p *Parser) escapedString(start int) (string, bool) {
 	out := make([]byte, 0, p.i-start+16)

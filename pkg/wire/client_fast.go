@@ -26,7 +26,7 @@ func clientField(p *jsonfast.Parser, key []byte, w *clientJSON) bool {
 	var dst **string
 	switch string(key) {
 	case "type":
-		dst = &w.Type
+		return frameType(p, w)
 	case "chat":
 		dst = &w.Chat
 	case "cid":
@@ -65,4 +65,27 @@ func clientField(p *jsonfast.Parser, key []byte, w *clientJSON) bool {
 	s, ok := p.String()
 	*dst = &s
 	return ok
+}
+
+// frameTypes are the types of the frames a client sends. A frame's type
+// field points at one of them rather than at a copy: no allocation for it
+// on any frame. They are never written.
+var frameTypes = [...]string{string(FrameSend), string(FrameAck), string(FrameRead), string(FramePing),
+	string(FrameEdit), string(FrameDelete), string(FrameReact), string(FrameTyping), string(FrameAuth)}
+
+// frameType decodes the type field into w.
+func frameType(p *jsonfast.Parser, w *clientJSON) bool {
+	s, ok := p.StringIn(frameTypes[:]...)
+	if !ok {
+		return false
+	}
+	for i := range frameTypes {
+		if s == frameTypes[i] {
+			w.Type = &frameTypes[i]
+			return true
+		}
+	}
+	unknown := s // only this one goes to the heap
+	w.Type = &unknown
+	return true
 }

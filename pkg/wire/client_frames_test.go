@@ -397,8 +397,8 @@ func TestDecodeClientFrameAllocations(t *testing.T) {
 		in   string
 		max  float64
 	}{
-		{"send", `{"type":"send","chat":"chat_abc","cid":"cid-123","body":"hello"}`, 8},
-		{"ack of 3", `{"type":"ack","ids":["01HZX0000000000000000000A1","01HZX0000000000000000000A2","01HZX0000000000000000000A3"]}`, 6},
+		{"send", `{"type":"send","chat":"chat_abc","cid":"cid-123","body":"hello"}`, 6},
+		{"ack of 3", `{"type":"ack","ids":["01HZX0000000000000000000A1","01HZX0000000000000000000A2","01HZX0000000000000000000A3"]}`, 4},
 	}
 	for _, f := range frames {
 		data := []byte(f.in)

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -108,8 +109,17 @@ func decodeServerFrame(data []byte, f *ServerFrame, fast bool) error {
 	return nil
 }
 
+// frameRoom is what a frame needs beyond its strings' bytes: the keys,
+// quotes, seq and time of a msg frame (about 90 bytes) and room for a few
+// escapes or v2 fields. A frame that needs more grows as any append does.
+const frameRoom = 128
+
 // AppendMsg appends the `msg` frame of m to dst and returns the result.
 func AppendMsg(dst []byte, m *chatd.Message) []byte {
+	// Grown once for the whole frame: from nil (as the server encodes it),
+	// appending field by field reallocated it five or six times.
+	dst = slices.Grow(dst, frameRoom+len(m.ID)+len(m.CID)+len(m.Chat)+len(m.From)+len(m.Body)+
+		len(m.Kind)+len(m.Target)+len(m.Meta)+len(m.Emoji))
 	dst = append(dst, `{"type":"msg","id":`...)
 	dst = appendString(dst, m.ID)
 	dst = append(dst, `,"cid":`...)
@@ -130,6 +140,7 @@ func AppendMsg(dst []byte, m *chatd.Message) []byte {
 
 // AppendAccepted appends the `accepted` frame answering a send with m.
 func AppendAccepted(dst []byte, m *chatd.Message) []byte {
+	dst = slices.Grow(dst, frameRoom+len(m.CID)+len(m.ID))
 	dst = append(dst, `{"type":"accepted","cid":`...)
 	dst = appendString(dst, m.CID)
 	dst = append(dst, `,"id":`...)

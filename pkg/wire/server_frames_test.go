@@ -249,3 +249,19 @@ func BenchmarkDecodeServerFrame(b *testing.B) {
 		})
 	}
 }
+
+// The server encodes every msg and accepted frame into a fresh buffer
+// (nil dst): each must be one allocation, not one per growth of the buffer.
+func TestServerFramesFromNothingAllocateOnce(t *testing.T) {
+	m := chatd.Message{ID: "01HZX6Q8ZK5J0Y3W2V1T0S9R8Q", CID: "c-00000042-0000001234", Chat: "d-alice-bob-0123456789",
+		From: "user-000123", Body: strings.Repeat("a message body ", 5), Seq: 123456, TS: time.Now().UTC()}
+	frames := map[string]func() []byte{
+		"msg":      func() []byte { return wire.AppendMsg(nil, &m) },
+		"accepted": func() []byte { return wire.AppendAccepted(nil, &m) },
+	}
+	for name, frame := range frames {
+		if n := testing.AllocsPerRun(100, func() { _ = frame() }); n != 1 {
+			t.Errorf("%s frame from nil: %v allocations, want 1", name, n)
+		}
+	}
+}
