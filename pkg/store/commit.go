@@ -391,7 +391,7 @@ func (p *commitPlan) assign() {
 //
 // The history rows and their outbox rows go in one statement
 // (docs/architecture.md, invariant 1: an outbox row never exists without
-// its history row; the foreign key is checked when the statement ends),
+// its history row; the database checks it when the statement ends),
 // then the chats' last_seq is raised and the relays notified in a second,
 // then the events' targets are updated (events.go). Arrays through unnest
 // beat COPY and per-row statements here (issue 3's measurements). The outbox

@@ -37,7 +37,7 @@ func (s *Store) ReadOutbox(ctx context.Context, limit int) ([]OutboxEntry, error
 		       h.kind, h.target, h.meta, h.emoji, h.react_on
 		from outbox o
 		-- one primary-key probe per outbox row, never a scan of history
-		-- (the foreign key guarantees the row exists).
+		-- (invariant 1, checked by the database, guarantees the row exists).
 		cross join lateral (select * from history h where h.id = o.history_id limit 1) h
 		order by o.id
 		limit $1`, outboxLimit(limit))

@@ -139,7 +139,7 @@ func (s *Store) PruneHistory(ctx context.Context, defaultRetention time.Duration
 				where h.created_at < $2::timestamptz - greatest(
 					coalesce(c.retention, $1::bigint * interval '1 microsecond'),
 					$4::bigint * interval '1 microsecond')
-				  -- unrelayed: the outbox's foreign key would refuse it anyway
+				  -- unrelayed: the database's check (migration 002) would refuse it anyway
 				  and not exists (select 1 from outbox o where o.history_id = h.id)
 				limit $3)`,
 			defaultRetention.Microseconds(), now, chunk, s.minChatRetention.Microseconds())

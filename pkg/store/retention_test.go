@@ -54,7 +54,7 @@ func TestPruneKeepsMessagesNotYetRelayed(t *testing.T) {
 }
 
 // The database itself refuses to delete a history row that has an outbox
-// row (foreign key ON DELETE RESTRICT, migration 002), whoever deletes.
+// row (migration 002; a per-statement check since migration 008), whoever deletes.
 func TestHistoryRowWithOutboxRowCannotBeDeleted(t *testing.T) {
 	s, _ := mustOpen(t)
 	c := mustGroup(t, s, "alice")
