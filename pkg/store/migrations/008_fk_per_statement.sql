@@ -35,8 +35,11 @@ alter table history drop constraint history_chat_id_fkey;
 create or replace function chatd_outbox_history_exists() returns trigger
 language plpgsql as $$
 begin
-    if exists (select 1 from changed n where not exists (
-            select 1 from history h where h.id = n.history_id)) then
+    -- A scalar subquery, not "not exists": an index probe per row whatever
+    -- the planner guesses of the transition table (see probeNote in
+    -- commit.go); an anti-join may scan all of history.
+    if exists (select 1 from changed n
+            where (select h.id from history h where h.id = n.history_id) is null) then
         raise foreign_key_violation using
             message = 'outbox row without its history row (invariant 1)',
             constraint = 'outbox_history_id_fkey';
@@ -51,7 +54,8 @@ create trigger outbox_history_exists after insert on outbox
 create or replace function chatd_history_keeps_unrelayed() returns trigger
 language plpgsql as $$
 begin
-    if exists (select 1 from outbox o join gone g on o.history_id = g.id) then
+    if exists (select 1 from gone g
+            where (select o.id from outbox o where o.history_id = g.id limit 1) is not null) then
         raise foreign_key_violation using
             message = 'history row still has an outbox row: it was never relayed (migration 002)',
             constraint = 'outbox_history_id_fkey';
@@ -66,8 +70,8 @@ create trigger history_keeps_unrelayed after delete on history
 create or replace function chatd_history_chat_exists() returns trigger
 language plpgsql as $$
 begin
-    if exists (select 1 from changed n where not exists (
-            select 1 from chats c where c.id = n.chat_id)) then
+    if exists (select 1 from changed n
+            where (select c.id from chats c where c.id = n.chat_id) is null) then
         raise foreign_key_violation using
             message = 'history row of a chat that does not exist',
             constraint = 'history_chat_id_fkey';
