@@ -12,7 +12,7 @@ import (
 // (commit.go). pgx encodes a plain []string, []int64 or []time.Time through
 // its generic array codec, which hands each element over as an interface
 // value: one allocation per string, per time and per int64 above 255, for
-// every column of every row. At 5,000 msg/s that was 16 allocations per
+// every column of every row. At 5,000 msg/s that was 18 allocations per
 // message, the largest single source of chatd's allocations (BENCHMARKS.md,
 // "Issue 12, seventh pass"). These slice types are written in PostgreSQL's
 // binary array format directly, with no allocation but the buffer's.
@@ -28,12 +28,22 @@ type (
 // those types is encoded (and every result decoded) as before.
 func registerArrays(conn *pgx.Conn) {
 	m := conn.TypeMap()
-	for _, oid := range []uint32{pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.TimestamptzArrayOID, pgtype.BoolArrayOID} {
-		t, ok := m.TypeForOID(oid)
+	for _, a := range []struct {
+		oid   uint32
+		value any
+	}{
+		{pgtype.TextArrayOID, textArray(nil)}, {pgtype.Int8ArrayOID, int8Array(nil)},
+		{pgtype.TimestamptzArrayOID, timestamptzArray(nil)}, {pgtype.BoolArrayOID, boolArray(nil)},
+	} {
+		t, ok := m.TypeForOID(a.oid)
 		if !ok {
 			continue
 		}
 		m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: arrayCodec{t.Codec}})
+		// Where no parameter types are known (the simple protocol, which a
+		// DSN may ask for in front of a pooler), the value's type names the
+		// array type, and pgx's own codec encodes it as text.
+		m.RegisterDefaultPgType(a.value, t.Name)
 	}
 }
 

@@ -62,6 +62,15 @@ func TestArraysEncodeAsPgxDoes(t *testing.T) {
 			}
 		})
 	}
+	// A connection on the simple protocol (a pooler in front, say) sends
+	// text: the types fall back to pgx's own encoding of their slices.
+	for _, tt := range tests {
+		var same bool
+		var n int
+		if err := conn.QueryRow(context.Background(), tt.sql, pgx.QueryExecModeSimpleProtocol, tt.ours, tt.pgxs).Scan(&same, &n); err != nil || !same {
+			t.Fatalf("%s over the simple protocol: equal %v, %v", tt.name, same, err)
+		}
+	}
 	// And through unnest, as the commit uses them: order and values kept.
 	rows, err := conn.Query(context.Background(), `select u.s, u.i from unnest($1::text[], $2::int8[]) as u(s, i)`,
 		textArray{"x", "y", "z"}, int8Array{3, 2, 1})
