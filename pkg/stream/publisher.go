@@ -25,7 +25,7 @@ var errPending = errors.New("publish ack pending")
 // acknowledgements. The relay has its own instead of using jetstream's
 // PublishMsgAsync, which costs per message a future with two channels, a
 // timer, a map entry, a closure per option and a reflective decode of the
-// ack: 26 of chatd's ~170 allocations per message in pairs at 5,000 msg/s
+// ack: 34 of chatd's ~170 allocations per message in pairs at 5,000 msg/s
 // (BENCHMARKS.md, "Issue 12, seventh pass"). A round needs none of that:
 // it publishes in order, waits for every answer under one deadline, then
 // reads the answers in order.
