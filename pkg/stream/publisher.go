@@ -104,10 +104,18 @@ func (p *publisher) publish(rd *pubRound, i int, subject, msgID string, data []b
 	if err != nil {
 		p.mu.Lock()
 		rd.sent--
-		rd.errs[i] = err
 		p.mu.Unlock()
+		p.fail(rd, i, err)
 	}
 	return err
+}
+
+// fail records err as the outcome of publish i of the round, which did not
+// go out.
+func (p *publisher) fail(rd *pubRound, i int, err error) {
+	p.mu.Lock()
+	rd.errs[i] = err
+	p.mu.Unlock()
 }
 
 // wait ends the round's publishing and returns every publish's outcome

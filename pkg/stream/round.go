@@ -125,8 +125,9 @@ func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) ([]
 func (r *Relay) publish(rd *pubRound, i int, e *store.OutboxEntry) error {
 	data, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 	if err != nil {
-		rd.errs[i] = fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
-		return rd.errs[i]
+		err = fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
+		r.pub.fail(rd, i, err)
+		return err
 	}
 	return r.pub.publish(rd, i, r.cfg.SubjectPrefix+e.Message.Chat, strconv.FormatInt(e.ID, 10), data)
 }
