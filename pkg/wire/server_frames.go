@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -114,11 +113,22 @@ func decodeServerFrame(data []byte, f *ServerFrame, fast bool) error {
 // escapes or v2 fields. A frame that needs more grows as any append does.
 const frameRoom = 128
 
+// grow returns dst with room for n more bytes, in one allocation when it
+// has not (slices.Grow makes two under the race detector).
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]byte, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
+}
+
 // AppendMsg appends the `msg` frame of m to dst and returns the result.
 func AppendMsg(dst []byte, m *chatd.Message) []byte {
 	// Grown once for the whole frame: from nil (as the server encodes it),
 	// appending field by field reallocated it five or six times.
-	dst = slices.Grow(dst, frameRoom+len(m.ID)+len(m.CID)+len(m.Chat)+len(m.From)+len(m.Body)+
+	dst = grow(dst, frameRoom+len(m.ID)+len(m.CID)+len(m.Chat)+len(m.From)+len(m.Body)+
 		len(m.Kind)+len(m.Target)+len(m.Meta)+len(m.Emoji))
 	dst = append(dst, `{"type":"msg","id":`...)
 	dst = appendString(dst, m.ID)
@@ -140,7 +150,7 @@ func AppendMsg(dst []byte, m *chatd.Message) []byte {
 
 // AppendAccepted appends the `accepted` frame answering a send with m.
 func AppendAccepted(dst []byte, m *chatd.Message) []byte {
-	dst = slices.Grow(dst, frameRoom+len(m.CID)+len(m.ID))
+	dst = grow(dst, frameRoom+len(m.CID)+len(m.ID))
 	dst = append(dst, `{"type":"accepted","cid":`...)
 	dst = appendString(dst, m.CID)
 	dst = append(dst, `,"id":`...)
