@@ -4,8 +4,9 @@
 -- A foreign key checks every inserted row on its own: a lookup of the
 -- referenced row that also locks it (FOR KEY SHARE, which writes WAL). On
 -- the accept path that is every history row (its chat) and every outbox row
--- (its history row), and it cost PostgreSQL ~15-20% of its CPU per message
--- (BENCHMARKS.md, "Issue 12, seventh pass"). The same rules are kept as
+-- (its history row): without the two, PostgreSQL spent 13-20% less CPU per
+-- message, and these checks keep about two thirds of that (BENCHMARKS.md,
+-- "Issue 12, seventh pass"). The same rules are kept as
 -- triggers that run once per statement over the rows it changed, and fail
 -- with the same error (foreign_key_violation, SQLSTATE 23503):
 --
@@ -21,8 +22,9 @@
 -- are inserted in one transaction, so no one sees the history row before its
 -- outbox row, and the accepting transaction holds its chats' rows FOR NO KEY
 -- UPDATE, which a delete of the chat waits for. The checks' own reads see
--- every committed row, as each statement of a trigger function takes a new
--- snapshot.
+-- every committed row in chatd's READ COMMITTED transactions, where each
+-- statement of a trigger function takes a new snapshot; an operator who
+-- deletes history by hand should do so in READ COMMITTED too.
 
 alter table outbox drop constraint outbox_history_id_fkey;
 alter table history drop constraint history_chat_id_fkey;
