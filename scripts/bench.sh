@@ -4,16 +4,19 @@
 #   scripts/bench.sh [chatd flags...] -- [chatload flags...]
 # chatd gets a fresh data dir under /tmp (reachable by the postgres user),
 # embedded NATS and PostgreSQL, admin user chatload-admin; it is stopped after.
+# CHATD_BIN runs that chatd binary instead of building ./bin/chatd (how
+# scripts/ab.sh compares builds; chatload is always ./bin/chatload).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chatd_args=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do chatd_args+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
-make -s build
+chatd=${CHATD_BIN:-./bin/chatd}
+if [ -z "${CHATD_BIN:-}" ] || [ ! -x ./bin/chatload ]; then make -s build; fi
 dir=$(mktemp -d /tmp/chatd-bench.XXXXXX)
 chmod 755 "$dir"
 port=${BENCH_PORT:-18090}
-./bin/chatd --data-dir "$dir/data" --listen "127.0.0.1:$port" --admin-users chatload-admin \
+"$chatd" --data-dir "$dir/data" --listen "127.0.0.1:$port" --admin-users chatload-admin \
   --log-level warn "${chatd_args[@]}" >"$dir/chatd.log" 2>&1 &
 pid=$!
 trap 'kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
