@@ -137,20 +137,22 @@ func (p *Parser) String() (string, bool) {
 	return "", false
 }
 
-// StringIn decodes a string value as String does, but returns the name
-// itself when the value is one of names, written without escapes: no copy
-// is made for a value from a small known set (a frame's type).
-func (p *Parser) StringIn(names ...string) (string, bool) {
+// StringIn decodes a string value as String does, but when the value is
+// one of names, written without escapes, it returns that name's index and
+// makes no copy (a value from a small known set: a frame's type). Any other
+// value is decoded by String, with index -1.
+func (p *Parser) StringIn(names []string) (index int, s string, ok bool) {
 	start := p.i
 	if tok, ok := p.key(); ok {
-		for _, n := range names {
+		for k, n := range names {
 			if string(tok) == n {
-				return n, true
+				return k, n, true
 			}
 		}
 	}
 	p.i = start
-	return p.String()
+	s, ok = p.String()
+	return -1, s, ok
 }
 
 // escapedString finishes a string holding an escape, from its start.

@@ -104,14 +104,14 @@ func (p *publisher) publish(rd *pubRound, i int, subject, msgID string, data []b
 	if err != nil {
 		p.mu.Lock()
 		rd.sent--
+		rd.errs[i] = err
 		p.mu.Unlock()
-		p.fail(rd, i, err)
 	}
 	return err
 }
 
-// fail records err as the outcome of publish i of the round, which did not
-// go out.
+// fail records err as the outcome of publish i of the round, which was not
+// handed to publish (its envelope could not be encoded).
 func (p *publisher) fail(rd *pubRound, i int, err error) {
 	p.mu.Lock()
 	rd.errs[i] = err

@@ -75,17 +75,15 @@ var frameTypes = [...]string{string(FrameSend), string(FrameAck), string(FrameRe
 
 // frameType decodes the type field into w.
 func frameType(p *jsonfast.Parser, w *clientJSON) bool {
-	s, ok := p.StringIn(frameTypes[:]...)
-	if !ok {
+	k, s, ok := p.StringIn(frameTypes[:])
+	switch {
+	case !ok:
 		return false
+	case k >= 0:
+		w.Type = &frameTypes[k]
+	default:
+		unknown := s // only this one goes to the heap
+		w.Type = &unknown
 	}
-	for i := range frameTypes {
-		if s == frameTypes[i] {
-			w.Type = &frameTypes[i]
-			return true
-		}
-	}
-	unknown := s // only this one goes to the heap
-	w.Type = &unknown
 	return true
 }
