@@ -62,12 +62,10 @@ type Config struct {
 	// BatchDelay is how long a batch waits for more sends after its first.
 	// Zero means 10 ms. A transaction has a fixed cost in PostgreSQL (its
 	// statements, its WAL flush, and the relay round that follows it), so
-	// the window sets what a message costs below the rate where batches
-	// fill by size: on the 2-core benchmark box, 10 ms and 128 instead of
-	// 5 ms and 36 took a third off PostgreSQL's CPU per message at 2,000
-	// msg/s and a fifth at 5,000, with the p99 unchanged, and at 8,000 the
-	// p99 fell from 0.5-0.9 s to 0.2-0.25 s (BENCHMARKS.md, "Issue 12,
-	// eighth pass"). BatchSize only binds above BatchSize/BatchDelay sends a second.
+	// below BatchSize/BatchDelay sends a second, where the window and not
+	// the size closes a batch, the window sets what a message costs; the
+	// measured trade-off is in docs/operations.md ("Tuning the group
+	// commit").
 	BatchDelay time.Duration
 	// Workers is how many batches may commit concurrently; batches
 	// committing at once never share a chat (see dispatcher). Zero means 4.
