@@ -112,7 +112,8 @@ func TestPresenceAcrossNodes(t *testing.T) {
 
 // A node cut off from NATS without a goodbye (no clean shutdown, no delete
 // of its entries): its users go offline for the rest of the cluster within
-// 10 s, when their entries in the bucket stop being refreshed.
+// 10 s, when its heartbeat in the bucket stops being refreshed; back on
+// NATS, it brings them back.
 func TestPresenceNodeCutOff(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
@@ -140,6 +141,11 @@ func TestPresenceNodeCutOff(t *testing.T) {
 	if status, p := getPresence(t, a.URL(), "alice", "bob"); status != 200 || p["bob"].Online || p["bob"].LastSeen == nil {
 		t.Errorf("presence on a: got %d %+v, want bob offline with last_seen", status, p)
 	}
+
+	// Node a has deleted b's entries meanwhile (b looked dead); b back on
+	// NATS puts bob's back, and he is online again for alice.
+	proxy.Restore()
+	alice.waitFor(t, 10*time.Second, "alice sees bob online after node b came back", presenceOf("bob", true))
 }
 
 // last_seen outlives the nodes that saw it: bob leaves while only node a

@@ -36,7 +36,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.NATS.CertFile, "nats-cert", "CHATD_NATS_CERT", "", "with --nats-url, this node's PEM client certificate for NATS servers that verify clients (with --nats-key; turns TLS on)")
 	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", "the PEM private key of --nats-cert")
 	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", node.DefaultStreamName, "the delivery stream's JetStream name; deployments sharing a NATS account need different ones (and different --subject-prefix)")
-	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, "starts every NATS subject and KV bucket chatd uses: <p>.out.<chat> (stream), <p>.sig.<kind>.<chat> (signals), <p>_presence (bucket)")
+	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, "starts every NATS subject and KV bucket chatd uses: <p>.out.<chat> (stream), <p>.sig.<kind>.<chat> (signals), <p>_presence_v2 (bucket)")
 	f.String(&c.TLSCertFile, "tls-cert", "CHATD_TLS_CERT", "", "serve HTTP and WebSocket over TLS with this PEM certificate (chain) and --tls-key; both are read again on SIGHUP")
 	f.String(&c.TLSKeyFile, "tls-key", "CHATD_TLS_KEY", "", "the PEM private key of --tls-cert")
 	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret, at least 16 bytes; empty in embedded mode generates one in the data dir. Prefer setting it in the environment: a flag is visible to every local user in the process list")
@@ -74,9 +74,9 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 		"how often the node checks that its JetStream consumer exists (recreated if gone)")
 
 	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", node.DefaultPresenceTTL,
-		"a node's presence entries expire this long after its last refresh: how soon a dead node's users go offline")
+		"a node's presence heartbeat expires this long after its last refresh: how soon a dead node's users go offline")
 	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", node.DefaultPresenceRefresh,
-		"how often a node refreshes its users' presence entries; under half of --presence-ttl")
+		"how often a node rewrites its presence heartbeat; under half of --presence-ttl")
 	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience,
 		"the largest chat whose members hear of a member going online or offline")
 

@@ -56,7 +56,7 @@ type Config struct {
 	// SubjectPrefix starts every subject and KV bucket this node uses: the
 	// delivery stream's subjects (<prefix>.out.<chat>), the signals
 	// (<prefix>.sig.<kind>.<chat>) and the presence bucket
-	// (<prefix>_presence, dots as underscores). Dot-separated tokens of
+	// (<prefix>_presence_v2, dots as underscores). Dot-separated tokens of
 	// [A-Za-z0-9_-]. Empty means DefaultSubjectPrefix.
 	SubjectPrefix string
 	// TLSCertFile and TLSKeyFile serve HTTP and WebSocket over TLS (both or
@@ -120,9 +120,9 @@ type Config struct {
 	// exists (recreating it if not). Zero means 1 s.
 	ConsumerCheck time.Duration
 
-	// PresenceTTL is how long a node's presence entry lives without a
+	// PresenceTTL is how long a node's presence heartbeat lives without a
 	// refresh (how soon a dead node's users go offline), PresenceRefresh
-	// how often nodes refresh theirs, and PresenceAudience the largest chat
+	// how often nodes rewrite theirs, and PresenceAudience the largest chat
 	// whose members hear of a member's presence. Zero takes the signal
 	// package's defaults: 8 s, 2.5 s, 256.
 	PresenceTTL      time.Duration

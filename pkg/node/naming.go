@@ -9,8 +9,9 @@ import (
 )
 
 // DefaultSubjectPrefix is Config.SubjectPrefix's default: the subjects
-// chatd has always used (chat.out.<chat>, chat.sig.<kind>.<chat>,
-// chat_presence), so existing deployments keep their stream and bucket.
+// chatd has always used (chat.out.<chat>, chat.sig.<kind>.<chat>), so
+// existing deployments keep their stream; the presence bucket is
+// chat_presence_v2 since its layout changed (presenceBucket).
 const DefaultSubjectPrefix = "chat"
 
 // DefaultStreamName is Config.StreamName's default, for flags.
@@ -47,6 +48,9 @@ func (c *Config) streamSubjects() string { return c.SubjectPrefix + ".out." }
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 
 // presenceBucket is the presence KV bucket: bucket names take no dots.
+// "_v2": heartbeats per node instead of refreshed entries per user, in a
+// bucket without a TTL, which a node of the earlier layout would fight
+// over (it sets one); so the two layouts never share a bucket.
 func (c *Config) presenceBucket() string {
-	return strings.ReplaceAll(c.SubjectPrefix, ".", "_") + "_presence"
+	return strings.ReplaceAll(c.SubjectPrefix, ".", "_") + "_presence_v2"
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // The default naming derives exactly the names chatd used before it was
-// configurable, so an upgraded deployment keeps its stream and bucket.
+// configurable, so an upgraded deployment keeps its stream (the presence
+// bucket is the signal package's default, renamed with its layout).
 func TestDefaultNamingIsTodays(t *testing.T) {
 	c := Config{DataDir: "d"}
 	if err := c.setDefaults(); err != nil {

@@ -12,17 +12,18 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Presence defaults (docs/operations.md): an entry lives DefaultPresenceTTL
-// after its last refresh, and nodes refresh theirs every
-// DefaultPresenceRefresh, so two refreshes in a row may be lost before a
-// live user looks offline, and a dead node's users go offline at most
-// TTL + the expiry tick (8.5 s) after its death, inside the contract's 10 s
-// with room for the audience query and delivery.
+// Presence defaults (docs/operations.md): a node's heartbeat lives
+// DefaultPresenceTTL after it was last written, and nodes write theirs
+// every DefaultPresenceRefresh, so two heartbeats in a row may be lost
+// before a live node's users look offline, and a dead node's users go
+// offline at most TTL + the expiry tick (8.5 s) after its death, inside the
+// contract's 10 s with room for the audience query and delivery.
 const (
-	DefaultPresenceBucket  = "chat_presence"
+	DefaultPresenceBucket  = "chat_presence_v2"
 	DefaultPresenceTTL     = 8 * time.Second
 	DefaultPresenceRefresh = 2500 * time.Millisecond
 	// DefaultPresenceAudience is the largest chat whose members hear of a
@@ -38,7 +39,8 @@ const presenceQueue = 1024
 type PresenceConfig struct {
 	// JS is the node's JetStream. Required.
 	JS jetstream.JetStream
-	// NodeID names this node's entries (key "<user>.<node>"). Required.
+	// NodeID names this node's heartbeat (key "n.<node>") and entries
+	// (key "u.<user>.<node>"). Required.
 	NodeID string
 	// Contacts returns who hears of user's presence: the users sharing a
 	// chat of at most maxMembers members with user. Required.
@@ -55,7 +57,9 @@ type PresenceConfig struct {
 	Bucket string
 	// Replicas of the bucket. Zero means 1.
 	Replicas int
-	// TTL and Refresh: zero means DefaultPresenceTTL and DefaultPresenceRefresh.
+	// TTL is how long a heartbeat lives unrefreshed, Refresh how often this
+	// node writes its own; zero means DefaultPresenceTTL and
+	// DefaultPresenceRefresh.
 	TTL     time.Duration
 	Refresh time.Duration
 	// Audience is the largest chat whose members hear of presence. Zero
@@ -76,17 +80,26 @@ type LastSeenStore interface {
 	LastSeen(ctx context.Context, users []string) (map[string]time.Time, error)
 }
 
-// Presence keeps the cluster's presence in a JetStream KV bucket: one entry
-// per user and node holding a session of theirs, refreshed by that node and
-// expiring on its own when the node dies. Every node watches the bucket,
-// derives each user's transitions (presenceTable) and tells its own
-// connections of the users who hear of them; so a transition has no owner
-// node, and a dead node's users go offline although it can say nothing.
+// Presence keeps the cluster's presence in a JetStream KV bucket: one
+// heartbeat per node, rewritten every Refresh and naming the node's run
+// (its incarnation), and one entry per user and node holding a session of
+// theirs, written when the user's first session there starts and deleted
+// when the last ends. Every node watches the bucket, derives each user's
+// transitions (presenceTable) and tells its own connections of the users
+// who hear of them; so a transition has no owner node, and a dead node's
+// users go offline when its heartbeat lapses, although it can say nothing.
+//
+// The heartbeat is per node, not per user, because refreshing every user's
+// entry cost a JetStream write per online user every Refresh on the
+// writing node and a watch update on every node: 4,000 of each per second
+// with 10,000 users online, a third of an idle node's CPU
+// (BENCHMARKS.md, "Issue 12, ninth pass").
 // Connected, Disconnected and Lookup are safe for concurrent use and do not
 // block; Run does the I/O.
 type Presence struct {
 	cfg     PresenceConfig
-	pub     jetstream.JetStream // the refresh's asynchronous publisher
+	inc     string              // this run's incarnation, in its heartbeat and entries
+	pub     jetstream.JetStream // the pipelined writes' asynchronous publisher
 	log     *slog.Logger
 	sampled *logsample.Sampler
 	wake    chan struct{} // 1-buffered: local sessions changed
@@ -138,7 +151,7 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 	}
 	log := cfg.Logger.With("component", "presence")
 	return &Presence{
-		cfg: cfg, pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
+		cfg: cfg, inc: ulid.Make().String(), pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
 		table: newPresenceTable(cfg.TTL), metrics: newPresenceMetrics(cfg.Registerer),
@@ -160,6 +173,11 @@ func (p *Presence) setLocal(user string, on bool) {
 	}
 	p.pending[user] = struct{}{}
 	p.mu.Unlock()
+	p.signalWake()
+}
+
+// signalWake tells the watch loop that pending entries await their write.
+func (p *Presence) signalWake() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -196,4 +214,27 @@ func (p *Presence) Lookup(ctx context.Context, users []string) ([]chatd.Presence
 	return out, nil
 }
 
-func (p *Presence) key(user string) string { return user + "." + p.cfg.NodeID }
+// The bucket's keys: "n.<node>" is a node's heartbeat, "u.<user>.<node>"
+// a user's entry of a node (user and node ids hold no dots).
+const (
+	beatKeyPrefix  = "n."
+	entryKeyPrefix = "u."
+)
+
+func (p *Presence) key(user string) string { return entryKeyPrefix + user + "." + p.cfg.NodeID }
+
+func (p *Presence) beatKey() string { return beatKeyPrefix + p.cfg.NodeID }
+
+// parseKey splits a bucket key into its node and, for a user's entry, its
+// user; ok is false for a key of neither shape.
+func parseKey(key string) (user, node string, beat, ok bool) {
+	if rest, found := strings.CutPrefix(key, beatKeyPrefix); found {
+		return "", rest, true, rest != "" && !strings.Contains(rest, ".")
+	}
+	rest, found := strings.CutPrefix(key, entryKeyPrefix)
+	if !found {
+		return "", "", false, false
+	}
+	user, node, found = strings.Cut(rest, ".")
+	return user, node, false, found && user != "" && node != "" && !strings.Contains(node, ".")
+}

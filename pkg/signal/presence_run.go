@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,12 +20,13 @@ const presenceOpTimeout = 5 * time.Second
 // again after NATS failed them.
 const presenceRetry = time.Second
 
-// Run keeps this node's entries in the bucket (put on a user's first local
-// session, deleted on the last, refreshed every Refresh), watches everyone's,
-// and delivers transitions until ctx ends; then it deletes this node's
-// entries (its sessions are about to close) and returns nil once its
-// notifier goroutine has. A failure to reach the bucket is retried, not
-// returned: presence is best effort and must not stop the node.
+// Run keeps this node's heartbeat and entries in the bucket (an entry put
+// on a user's first local session, deleted on the last; the heartbeat
+// rewritten every Refresh), watches everyone's, and delivers transitions
+// until ctx ends; then it deletes this node's heartbeat and entries (its
+// sessions are about to close) and returns nil once its notifier goroutine
+// has. A failure to reach the bucket is retried, not returned: presence is
+// best effort and must not stop the node.
 func (p *Presence) Run(ctx context.Context) error {
 	defer p.sampled.Flush()
 	var wg sync.WaitGroup
@@ -47,15 +49,26 @@ func (p *Presence) Run(ctx context.Context) error {
 	}
 }
 
+// markerTTL is how long the bucket keeps a deleted key's marker, and a
+// heartbeat's own time to live: the TTL, at least the server's 1 s minimum.
+func (p *Presence) markerTTL() time.Duration { return max(p.cfg.TTL, time.Second) }
+
 // watch sets up the bucket and its watch and serves them until ctx ends or
 // the watch fails.
 func (p *Presence) watch(ctx context.Context) error {
 	kv, err := p.cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: p.cfg.Bucket, TTL: p.cfg.TTL, History: 1, Replicas: p.cfg.Replicas,
+		Bucket: p.cfg.Bucket, History: 1, Replicas: p.cfg.Replicas,
+		// No bucket-wide TTL: entries live until deleted. Heartbeats carry
+		// their own TTL, and deletes leave markers that expire, so neither
+		// piles up (this needs NATS 2.11 or later).
+		LimitMarkerTTL: p.markerTTL(),
 		// Memory: presence is rebuilt within one refresh after a restart.
 		Storage:     jetstream.MemoryStorage,
-		Description: "chatd presence: <user>.<node> while the node holds a session of the user",
+		Description: "chatd presence: n.<node> heartbeats, u.<user>.<node> while the node holds a session of the user",
 	})
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		return fmt.Errorf("presence bucket: the NATS server has no per-key TTLs; presence needs NATS 2.11 or later: %w", err)
+	}
 	if err != nil {
 		return fmt.Errorf("presence bucket: %w", err)
 	}
@@ -66,11 +79,14 @@ func (p *Presence) watch(ctx context.Context) error {
 	defer func() { _ = w.Stop() }()
 	defer func() {
 		if ctx.Err() != nil {
-			p.withdraw(kv)
+			p.withdraw()
 		}
 	}()
-	// Entries put while the watch was down are written now.
-	p.refreshAll(ctx)
+	// The heartbeat goes first, so no watcher sees an entry of this run
+	// before the run itself; then the entries put while the watch was down
+	// (or all of them, if the bucket was lost with a NATS restart).
+	p.beat(ctx)
+	p.putAll(ctx)
 
 	refresh := time.NewTicker(p.cfg.Refresh)
 	defer refresh.Stop()
@@ -87,30 +103,38 @@ func (p *Presence) watch(ctx context.Context) error {
 			}
 			if e == nil {
 				initial = false
+				p.mu.Lock()
+				p.table.loaded()
+				p.mu.Unlock()
 				continue
 			}
 			p.apply(e, initial)
 		case <-p.wake:
 			p.writePending(ctx, kv)
 		case <-refresh.C:
-			p.refreshAll(ctx)
+			p.beat(ctx)
 		case <-expire.C:
 			p.mu.Lock()
 			changes := p.table.expire(p.cfg.Now())
+			var stale []staleEntry
+			if !initial && p.table.cleaner(p.cfg.NodeID) {
+				stale = p.table.stale()
+			}
 			p.mu.Unlock()
 			for _, c := range changes {
 				p.emit(c)
 			}
+			p.cleanUp(ctx, stale)
 		}
 	}
 }
 
-// apply feeds one watched entry to the table. A live update is timed by
+// apply feeds one watched key to the table. A live update is timed by
 // this node's clock (entries carry the server's, which may be skewed); an
-// initial one by its creation, so a stale entry found at start expires on
-// time.
+// initial one by its creation, so a stale heartbeat found at start lapses
+// on time.
 func (p *Presence) apply(e jetstream.KeyValueEntry, initial bool) {
-	user, node, ok := strings.Cut(e.Key(), ".")
+	user, node, isBeat, ok := parseKey(e.Key())
 	if !ok {
 		return
 	}
@@ -118,17 +142,34 @@ func (p *Presence) apply(e jetstream.KeyValueEntry, initial bool) {
 	if initial && e.Created().Before(at) {
 		at = e.Created()
 	}
+	put := e.Operation() == jetstream.KeyValuePut // else a delete, a purge or an expiry
 	p.mu.Lock()
-	var c presenceChange
-	var changed bool
-	switch e.Operation() {
-	case jetstream.KeyValuePut:
-		c, changed = p.table.put(user, node, at)
-	default: // delete or purge: a clean disconnect
-		c, changed = p.table.remove(user, node, at)
+	var changes []presenceChange
+	switch {
+	case isBeat && put:
+		changes = p.table.beat(node, string(e.Value()), at)
+	case isBeat:
+		// A delete is a node's goodbye (withdraw); a purge the bucket's
+		// expiry of a heartbeat whose TTL ran out.
+		changes = p.table.gone(node, at, e.Operation() == jetstream.KeyValuePurge)
+	case put:
+		if c, changed := p.table.putEntry(user, node, string(e.Value()), e.Revision(), at); changed {
+			changes = append(changes, c)
+		}
+	default:
+		if c, changed := p.table.removeEntry(user, node, at); changed {
+			changes = append(changes, c)
+		}
+		// One of this node's entries deleted while the user is still here
+		// (a clean-up that took this node for dead while it was cut off):
+		// put it back.
+		if node == p.cfg.NodeID && p.local[user] {
+			p.pending[user] = struct{}{}
+			p.signalWake()
+		}
 	}
 	p.mu.Unlock()
-	if changed {
+	for _, c := range changes {
 		p.emit(c)
 	}
 }
@@ -201,42 +242,113 @@ func (p *Presence) writePending(ctx context.Context, kv jetstream.KeyValue) {
 	}
 }
 
-// refreshWindow is how many refresh puts are in flight at once.
-const refreshWindow = 256
+func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string, on bool) {
+	wctx, cancel := context.WithTimeout(ctx, presenceOpTimeout)
+	defer cancel()
+	var err error
+	if on {
+		_, err = kv.Put(wctx, p.key(user), []byte(p.inc))
+	} else {
+		// A purge whose marker expires: a deleted entry leaves nothing
+		// behind for long, however many users come and go.
+		err = kv.Purge(wctx, p.key(user), jetstream.PurgeTTL(p.markerTTL()))
+	}
+	if err != nil {
+		p.writeFailed(ctx, user, on, err)
+	}
+}
 
-// refreshAll puts every local user's entry again, restarting its TTL.
-//
-// The puts are pipelined, refreshWindow at a time, and each window waits
-// for its acks. One synchronous Put per user took 0.9-2.0 s for 10,000 users
-// on a loaded 2-core box, every 2.5 s, and the watch loop that runs this
-// handled nothing else meanwhile: transitions and local connects waited,
-// and a slower refresh would have let entries expire.
-func (p *Presence) refreshAll(ctx context.Context) {
+// beat writes this node's heartbeat, which expires on its own after the
+// TTL unless written again.
+func (p *Presence) beat(ctx context.Context) {
+	bctx, cancel := context.WithTimeout(ctx, presenceOpTimeout)
+	defer cancel()
+	m := nats.NewMsg(p.subject(p.beatKey()))
+	m.Data = []byte(p.inc)
+	if _, err := p.pub.PublishMsg(bctx, m, jetstream.WithMsgTTL(p.markerTTL())); err != nil && ctx.Err() == nil {
+		p.metrics.writeErrors.Inc()
+		p.sampled.Warn("presence heartbeat", "err", err)
+	}
+}
+
+// putAll puts every local user's entry: after the watch (re)starts, the
+// bucket may not hold them (entries put while NATS was away failed; a NATS
+// restart loses a memory bucket).
+func (p *Presence) putAll(ctx context.Context) {
 	p.mu.Lock()
 	users := make([]string, 0, len(p.local))
 	for u := range p.local {
 		users = append(users, u)
 	}
 	p.mu.Unlock()
-	futures := make([]jetstream.PubAckFuture, 0, min(len(users), refreshWindow))
-	owners := make([]string, 0, cap(futures))
-	for len(users) > 0 {
-		n := min(len(users), refreshWindow)
-		futures, owners = futures[:0], owners[:0]
-		for _, u := range users[:n] {
-			f, err := p.pub.PublishAsync(p.subject(u), presenceOn)
+	msgs := make([]*nats.Msg, len(users))
+	for i, u := range users {
+		msgs[i] = nats.NewMsg(p.subject(p.key(u)))
+		msgs[i].Data = []byte(p.inc)
+	}
+	p.pipeline(ctx, msgs, func(i int, err error) { p.writeFailed(ctx, users[i], true, err) })
+}
+
+// cleanUp deletes entries no live node's run stands behind (their node
+// died, or restarted without them), each only if it is still the revision
+// the table saw: an entry its node has written again since stays.
+func (p *Presence) cleanUp(ctx context.Context, stale []staleEntry) {
+	if len(stale) == 0 {
+		return
+	}
+	msgs := make([]*nats.Msg, len(stale))
+	for i, s := range stale {
+		msgs[i] = p.purgeMsg(entryKeyPrefix + s.user + "." + s.node)
+		msgs[i].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(s.rev, 10))
+	}
+	p.pipeline(ctx, msgs, func(int, error) {}) // lost a race with a rewrite, or retried at the next death
+	p.log.Info("presence: deleted entries of nodes gone", "entries", len(stale))
+}
+
+// The KV operation header and its values, as the library writes them (it
+// does not export them): watchers see KeyValuePurge and KeyValueDelete.
+const (
+	kvOperationHeader = "KV-Operation"
+	kvPurge           = "PURGE"
+	kvDelete          = "DEL"
+)
+
+// purgeMsg is a purge of key whose marker expires after markerTTL.
+func (p *Presence) purgeMsg(key string) *nats.Msg {
+	m := nats.NewMsg(p.subject(key))
+	m.Header.Set(kvOperationHeader, kvPurge)
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Header.Set(jetstream.MsgTTLHeader, p.markerTTL().String())
+	return m
+}
+
+// refreshWindow is how many pipelined writes are in flight at once.
+const refreshWindow = 256
+
+// pipeline publishes msgs refreshWindow at a time, each window waiting for
+// its acks, and calls failed with the index of each that failed.
+//
+// One synchronous write per user took 0.9-2.0 s for 10,000 users on a
+// loaded 2-core box, and the watch loop that runs this handles nothing
+// else meanwhile: transitions and local connects would wait.
+func (p *Presence) pipeline(ctx context.Context, msgs []*nats.Msg, failed func(i int, err error)) {
+	futures := make([]jetstream.PubAckFuture, 0, min(len(msgs), refreshWindow))
+	index := make([]int, 0, cap(futures))
+	for start := 0; start < len(msgs); start += refreshWindow {
+		futures, index = futures[:0], index[:0]
+		for i := start; i < min(start+refreshWindow, len(msgs)); i++ {
+			f, err := p.pub.PublishMsgAsync(msgs[i])
 			if err != nil {
-				p.writeFailed(ctx, u, true, err)
+				failed(i, err)
 				continue
 			}
-			futures, owners = append(futures, f), append(owners, u)
+			futures, index = append(futures, f), append(index, i)
 		}
-		users = users[n:]
-		for i, f := range futures {
+		for k, f := range futures {
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
-				p.writeFailed(ctx, owners[i], true, err)
+				failed(index[k], err)
 			case <-ctx.Done():
 				return
 			}
@@ -244,28 +356,11 @@ func (p *Presence) refreshAll(ctx context.Context) {
 	}
 }
 
-// presenceOn is the value of an entry: its presence is what counts.
-var presenceOn = []byte{'1'}
-
-// subject is the bucket's subject for user's entry on this node: what a KV
-// Put publishes to (the bucket is this account's own, without a JetStream
-// domain or API prefix).
-func (p *Presence) subject(user string) string {
-	return "$KV." + p.cfg.Bucket + "." + p.key(user)
-}
-
-func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string, on bool) {
-	wctx, cancel := context.WithTimeout(ctx, presenceOpTimeout)
-	defer cancel()
-	var err error
-	if on {
-		_, err = kv.Put(wctx, p.key(user), presenceOn)
-	} else {
-		err = kv.Delete(wctx, p.key(user))
-	}
-	if err != nil {
-		p.writeFailed(ctx, user, on, err)
-	}
+// subject is the bucket's subject for a key: what a KV Put publishes to
+// (the bucket is this account's own, without a JetStream domain or API
+// prefix).
+func (p *Presence) subject(key string) string {
+	return "$KV." + p.cfg.Bucket + "." + key
 }
 
 // writeFailed counts and logs a failed write of user's entry, unless ctx
@@ -278,21 +373,25 @@ func (p *Presence) writeFailed(ctx context.Context, user string, on bool, err er
 	p.sampled.Warn("presence write", "user", user, "online", on, "err", err)
 }
 
-// withdraw deletes this node's entries on shutdown, so its users go offline
-// now rather than after the TTL.
-func (p *Presence) withdraw(kv jetstream.KeyValue) {
-	p.mu.Lock()
-	users := make([]string, 0, len(p.local))
-	for u := range p.local {
-		users = append(users, u)
-	}
-	p.mu.Unlock()
+// withdraw deletes this node's heartbeat on shutdown, so its users go
+// offline everywhere now rather than after the TTL, then its entries, so
+// the bucket keeps nothing of this run (best effort: the next run's
+// clean-up, or another node's, deletes what is left).
+func (p *Presence) withdraw() {
 	ctx, cancel := context.WithTimeout(context.Background(), presenceOpTimeout)
 	defer cancel()
-	for _, u := range users {
-		if err := kv.Delete(ctx, p.key(u)); err != nil {
-			p.log.Debug("withdraw presence", "user", u, "err", err)
-			return
-		}
+	bye := p.purgeMsg(p.beatKey())
+	bye.Header.Set(kvOperationHeader, kvDelete) // a goodbye, not an expiry
+	bye.Header.Del(jetstream.MsgRollup)
+	if _, err := p.pub.PublishMsg(ctx, bye); err != nil {
+		p.log.Debug("withdraw presence heartbeat", "err", err)
+		return
 	}
+	p.mu.Lock()
+	msgs := make([]*nats.Msg, 0, len(p.local))
+	for u := range p.local {
+		msgs = append(msgs, p.purgeMsg(p.key(u)))
+	}
+	p.mu.Unlock()
+	p.pipeline(ctx, msgs, func(int, error) {})
 }

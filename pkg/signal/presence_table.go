@@ -14,91 +14,234 @@ type presenceChange struct {
 	LastSeen time.Time // when offline
 }
 
-// presenceTable is one node's view of the presence bucket: which nodes hold
-// a session of each user, and when each entry was last refreshed. It is the
-// presence state machine, free of I/O: the watcher feeds it puts and
-// deletes, a ticker feeds it the time (a dead node's entries vanish from
-// the bucket without a delete a watcher could see, so expiry is decided
-// here, with the bucket's TTL). Not safe for concurrent use.
+// nodeBeat is what a node's heartbeat says: which run of the node it is
+// (its incarnation, new on every start) and when it was last heard.
+type nodeBeat struct {
+	inc string
+	at  time.Time
+}
+
+// userEntry is one user's entry of one node: the incarnation that wrote it
+// and the entry's revision in the bucket (what a clean-up deletes against).
+type userEntry struct {
+	inc string
+	rev uint64
+}
+
+// staleEntry is a user entry no live node stands behind: its node died, or
+// restarted and wrote nothing for this user in its new run.
+type staleEntry struct {
+	user, node string
+	rev        uint64
+}
+
+// presenceTable is one node's view of the presence bucket: each node's
+// heartbeat, and each user's entries. A user is online while some node
+// whose heartbeat is alive holds an entry of theirs written by that node's
+// current run. So a node's users live and die with its one heartbeat: the
+// entries are written once per session, not refreshed, and a dead node
+// (whose heartbeat stops with no goodbye a watcher could see) takes all its
+// users offline when its heartbeat lapses here, after the TTL.
+//
+// It is the presence state machine, free of I/O: the watcher feeds it the
+// bucket's puts and deletes, a ticker feeds it the time. Not safe for
+// concurrent use.
 type presenceTable struct {
 	ttl time.Duration
 
-	nodes    map[string]map[string]time.Time // user → node → last refresh
-	lastSeen map[string]time.Time            // user → when the last entry went
+	beats    map[string]nodeBeat             // node → its live heartbeat
+	entries  map[string]map[string]userEntry // user → node → entry
+	byNode   map[string]map[string]struct{}  // node → users with an entry of it
+	online   map[string]struct{}             // users online as last reported
+	lastSeen map[string]time.Time            // user → when they last went offline
+	// recheck holds the nodes whose entries may have gone stale since the
+	// last clean-up (the node died or restarted, or the table was loaded).
+	recheck map[string]struct{}
 }
 
 func newPresenceTable(ttl time.Duration) *presenceTable {
-	return &presenceTable{ttl: ttl, nodes: make(map[string]map[string]time.Time), lastSeen: make(map[string]time.Time)}
+	return &presenceTable{
+		ttl: ttl, beats: make(map[string]nodeBeat),
+		entries: make(map[string]map[string]userEntry), byNode: make(map[string]map[string]struct{}),
+		online: make(map[string]struct{}), lastSeen: make(map[string]time.Time),
+		recheck: make(map[string]struct{}),
+	}
 }
 
-// put records node's entry for user, refreshed at; a user who had no entry
-// comes online.
-func (t *presenceTable) put(user, node string, at time.Time) (presenceChange, bool) {
-	n := t.nodes[user]
+// isOnline is whether some live node's current run holds an entry of user.
+func (t *presenceTable) isOnline(user string) bool {
+	for node, e := range t.entries[user] {
+		if b, ok := t.beats[node]; ok && b.inc == e.inc {
+			return true
+		}
+	}
+	return false
+}
+
+// settle compares user's presence with what was last reported and returns
+// the transition, if any; an offline one is last seen at.
+func (t *presenceTable) settle(user string, at time.Time) (presenceChange, bool) {
+	now := t.isOnline(user)
+	_, was := t.online[user]
+	switch {
+	case now && !was:
+		t.online[user] = struct{}{}
+		return presenceChange{User: user, Online: true}, true
+	case !now && was:
+		delete(t.online, user)
+		t.lastSeen[user] = at
+		return presenceChange{User: user, LastSeen: at}, true
+	}
+	return presenceChange{}, false
+}
+
+// putEntry records node's entry for user, written by run inc at revision
+// rev (at is when it was seen).
+func (t *presenceTable) putEntry(user, node, inc string, rev uint64, at time.Time) (presenceChange, bool) {
+	n := t.entries[user]
 	if n == nil {
-		n = make(map[string]time.Time)
-		t.nodes[user] = n
+		n = make(map[string]userEntry, 1)
+		t.entries[user] = n
 	}
-	first := len(n) == 0
-	if prev, ok := n[node]; !ok || at.After(prev) {
-		n[node] = at
+	n[node] = userEntry{inc: inc, rev: rev}
+	u := t.byNode[node]
+	if u == nil {
+		u = make(map[string]struct{})
+		t.byNode[node] = u
 	}
-	if !first {
-		return presenceChange{}, false
+	u[user] = struct{}{}
+	if b, ok := t.beats[node]; ok && b.inc != inc {
+		t.recheck[node] = struct{}{} // another run's entry: a clean-up's
 	}
-	return presenceChange{User: user, Online: true}, true
+	return t.settle(user, at)
 }
 
-// remove drops node's entry for user at time at (a clean disconnect); the
-// last entry gone makes the user offline, last seen at.
-func (t *presenceTable) remove(user, node string, at time.Time) (presenceChange, bool) {
-	n := t.nodes[user]
+// removeEntry drops node's entry for user (a clean disconnect, or a
+// clean-up), seen at at.
+func (t *presenceTable) removeEntry(user, node string, at time.Time) (presenceChange, bool) {
+	n := t.entries[user]
 	if _, ok := n[node]; !ok {
 		return presenceChange{}, false
 	}
 	delete(n, node)
-	return t.goneIfEmpty(user, at)
+	if len(n) == 0 {
+		delete(t.entries, user)
+	}
+	if u := t.byNode[node]; u != nil {
+		delete(u, user)
+		if len(u) == 0 {
+			delete(t.byNode, node)
+		}
+	}
+	return t.settle(user, at)
 }
 
-// expire drops every entry not refreshed within the TTL before now (its
-// node stopped refreshing: dead or cut off). The users left without an
-// entry go offline, last seen at their last refresh.
+// beat records node's heartbeat from run inc at at. A node first heard, or
+// heard in a new run, changes the presence of the users with entries of it.
+func (t *presenceTable) beat(node, inc string, at time.Time) []presenceChange {
+	prev, ok := t.beats[node]
+	if ok && prev.inc == inc {
+		if at.After(prev.at) {
+			t.beats[node] = nodeBeat{inc: inc, at: at}
+		}
+		return nil
+	}
+	t.beats[node] = nodeBeat{inc: inc, at: at}
+	if ok {
+		t.recheck[node] = struct{}{} // the previous run's entries are stale
+	}
+	return t.settleNode(node, prev.at)
+}
+
+// gone drops node's heartbeat, deleted at at. A clean shutdown deletes it
+// (lapsed false): its users are last seen at at. The bucket deleting a
+// heartbeat whose TTL ran out (lapsed) says what expire would have said
+// soon: its users were last seen at its last beat.
+func (t *presenceTable) gone(node string, at time.Time, lapsed bool) []presenceChange {
+	b, ok := t.beats[node]
+	if !ok {
+		return nil
+	}
+	if lapsed {
+		at = b.at
+	}
+	delete(t.beats, node)
+	t.recheck[node] = struct{}{}
+	return t.settleNode(node, at)
+}
+
+// expire drops every heartbeat not heard within the TTL before now (its
+// node stopped beating: dead or cut off). Its users who have no other live
+// node go offline, last seen at its last beat.
 func (t *presenceTable) expire(now time.Time) []presenceChange {
 	var out []presenceChange
-	for user, n := range t.nodes {
-		var newest time.Time
-		dropped := false
-		for node, at := range n {
-			if now.Sub(at) > t.ttl {
-				delete(n, node)
-				dropped = true
-				if at.After(newest) {
-					newest = at
-				}
-			}
-		}
-		if dropped {
-			if c, ok := t.goneIfEmpty(user, newest); ok {
-				out = append(out, c)
-			}
+	for node, b := range t.beats {
+		if now.Sub(b.at) > t.ttl {
+			delete(t.beats, node)
+			t.recheck[node] = struct{}{}
+			out = append(out, t.settleNode(node, b.at)...)
 		}
 	}
 	return out
 }
 
-func (t *presenceTable) goneIfEmpty(user string, at time.Time) (presenceChange, bool) {
-	if len(t.nodes[user]) > 0 {
-		return presenceChange{}, false
+// settleNode settles every user with an entry of node; offline ones are
+// last seen at.
+func (t *presenceTable) settleNode(node string, at time.Time) []presenceChange {
+	var out []presenceChange
+	for user := range t.byNode[node] {
+		if c, ok := t.settle(user, at); ok {
+			out = append(out, c)
+		}
 	}
-	delete(t.nodes, user)
-	t.lastSeen[user] = at
-	return presenceChange{User: user, LastSeen: at}, true
+	return out
+}
+
+// loaded marks every node for a clean-up check: after the watch's initial
+// load, entries of nodes that never beat again are there to be found.
+func (t *presenceTable) loaded() {
+	for node := range t.byNode {
+		t.recheck[node] = struct{}{}
+	}
+}
+
+// cleaner reports whether self is the live node that deletes stale
+// entries: the one with the smallest id, so one node does it, not all.
+// Nodes whose views differ for a moment may both clean; the deletes are
+// conditional on the entry's revision, so that is harmless.
+func (t *presenceTable) cleaner(self string) bool {
+	if _, ok := t.beats[self]; !ok {
+		return false
+	}
+	for node := range t.beats {
+		if node < self {
+			return false
+		}
+	}
+	return true
+}
+
+// stale returns the entries of the nodes marked for a check that no live
+// run stands behind, and clears the marks.
+func (t *presenceTable) stale() []staleEntry {
+	var out []staleEntry
+	for node := range t.recheck {
+		b, live := t.beats[node]
+		for user := range t.byNode[node] {
+			e := t.entries[user][node]
+			if !live || e.inc != b.inc {
+				out = append(out, staleEntry{user: user, node: node, rev: e.rev})
+			}
+		}
+	}
+	clear(t.recheck)
+	return out
 }
 
 // lookup is what the table knows of user; a never-seen user is offline
 // with no last_seen.
 func (t *presenceTable) lookup(user string) chatd.Presence {
-	if len(t.nodes[user]) > 0 {
+	if _, ok := t.online[user]; ok {
 		return chatd.Presence{Online: true}
 	}
 	return chatd.Presence{LastSeen: t.lastSeen[user]}

@@ -1,67 +1,145 @@
 package signal
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
 
-// The state machine: online on the first node's entry, offline only when
-// the last one goes (deleted cleanly or expired after the TTL), with
-// last_seen the delete's time or the dead entry's last refresh.
+// The state machine: a user is online while a live node's current run
+// holds an entry of theirs; offline when the last such entry goes (deleted
+// cleanly, or its node's heartbeat lapsing after the TTL), last seen at the
+// delete or the node's last beat.
 func TestPresenceTable(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	tb := newPresenceTable(10 * time.Second)
-
-	type step struct {
-		name string
-		do   func() (presenceChange, bool)
-		want presenceChange
-		ok   bool
+	one := func(c presenceChange, ok bool) []presenceChange {
+		if !ok {
+			return nil
+		}
+		return []presenceChange{c}
 	}
-	steps := []step{
-		{"first entry: online", func() (presenceChange, bool) { return tb.put("u", "a", at(0)) }, presenceChange{User: "u", Online: true}, true},
-		{"second node: no change", func() (presenceChange, bool) { return tb.put("u", "b", at(1)) }, presenceChange{}, false},
-		{"refresh: no change", func() (presenceChange, bool) { return tb.put("u", "a", at(3)) }, presenceChange{}, false},
-		{"one node leaves: still online", func() (presenceChange, bool) { return tb.remove("u", "a", at(4)) }, presenceChange{}, false},
-		{"unknown entry removed: no change", func() (presenceChange, bool) { return tb.remove("u", "zz", at(4)) }, presenceChange{}, false},
-		{"last node leaves: offline", func() (presenceChange, bool) { return tb.remove("u", "b", at(5)) }, presenceChange{User: "u", LastSeen: at(5)}, true},
-		{"back: online", func() (presenceChange, bool) { return tb.put("u", "a", at(6)) }, presenceChange{User: "u", Online: true}, true},
+	online := func(u string) []presenceChange { return []presenceChange{{User: u, Online: true}} }
+	offline := func(u string, s float64) []presenceChange { return []presenceChange{{User: u, LastSeen: at(s)}} }
+
+	steps := []struct {
+		name string
+		do   func() []presenceChange
+		want []presenceChange
+	}{
+		{"entry before its node's heartbeat: not yet online", func() []presenceChange { return one(tb.putEntry("u", "a", "a1", 1, at(0))) }, nil},
+		{"the heartbeat: online", func() []presenceChange { return tb.beat("a", "a1", at(0)) }, online("u")},
+		{"the heartbeat again: no change", func() []presenceChange { return tb.beat("a", "a1", at(2)) }, nil},
+		{"second node: no change", func() []presenceChange {
+			tb.beat("b", "b1", at(2))
+			return one(tb.putEntry("u", "b", "b1", 2, at(2)))
+		}, nil},
+		{"one node's entry goes: still online", func() []presenceChange { return one(tb.removeEntry("u", "a", at(3))) }, nil},
+		{"unknown entry removed: no change", func() []presenceChange { return one(tb.removeEntry("u", "zz", at(3))) }, nil},
+		{"the last entry goes: offline", func() []presenceChange { return one(tb.removeEntry("u", "b", at(4))) }, offline("u", 4)},
+		{"back: online", func() []presenceChange { return one(tb.putEntry("u", "a", "a1", 3, at(5))) }, online("u")},
+		{"an entry of another run of a live node: not online", func() []presenceChange { return one(tb.putEntry("w", "a", "a0", 4, at(5))) }, nil},
 	}
 	for _, s := range steps {
-		got, ok := s.do()
-		if ok != s.ok || got != s.want {
-			t.Errorf("%s: got %+v %v, want %+v %v", s.name, got, ok, s.want, s.ok)
+		if got := s.do(); !slices.Equal(got, s.want) {
+			t.Errorf("%s: got %+v, want %+v", s.name, got, s.want)
 		}
 	}
 	if p := tb.lookup("u"); !p.Online {
 		t.Errorf("lookup u: got %+v, want online", p)
 	}
+	if p := tb.lookup("w"); p.Online {
+		t.Errorf("lookup w (stale entry): got %+v, want offline", p)
+	}
 
-	// Node a dies: its last refresh was at 6; nothing changes until the TTL
-	// has passed, then u goes offline, last seen at that refresh.
-	if got := tb.expire(at(16)); len(got) != 0 {
+	// Node b keeps beating; node a's last beat was at 2: nothing changes
+	// until the TTL has passed, then u goes offline, last seen at that beat.
+	tb.beat("b", "b1", at(11))
+	if got := tb.expire(at(12)); len(got) != 0 {
 		t.Errorf("expire at the TTL: got %+v, want nothing yet", got)
 	}
-	got := tb.expire(at(16.5))
-	if len(got) != 1 || got[0] != (presenceChange{User: "u", LastSeen: at(6)}) {
-		t.Errorf("expire past the TTL: got %+v, want u offline last seen at 6 s", got)
+	if got := tb.expire(at(12.5)); !slices.Equal(got, offline("u", 2)) {
+		t.Errorf("expire past the TTL: got %+v, want u offline last seen at 2 s", got)
 	}
-	if p := tb.lookup("u"); p.Online || !p.LastSeen.Equal(at(6)) {
+	if p := tb.lookup("u"); p.Online || !p.LastSeen.Equal(at(2)) {
 		t.Errorf("lookup after expiry: got %+v", p)
 	}
 	if p := tb.lookup("never"); p.Online || !p.LastSeen.IsZero() {
 		t.Errorf("never-seen user: got %+v, want offline without last_seen", p)
 	}
 
-	// A user on two nodes, one of which dies, stays online.
-	tb.put("v", "a", at(20))
-	tb.put("v", "b", at(20))
-	tb.put("v", "b", at(28))
-	if got := tb.expire(at(31)); len(got) != 0 {
-		t.Errorf("one of two nodes expired: got %+v, want no change", got)
+	// Node a restarts with the same id: its old run's entries stay offline
+	// and are stale; the new run's entry brings u back.
+	if got := tb.beat("a", "a2", at(13)); len(got) != 0 {
+		t.Errorf("new run's heartbeat: got %+v, want no change (its entries are the old run's)", got)
 	}
-	if p := tb.lookup("v"); !p.Online {
-		t.Errorf("v: got %+v, want online", p)
+	if got := one(tb.putEntry("u", "a", "a2", 9, at(13))); !slices.Equal(got, online("u")) {
+		t.Errorf("new run's entry: got %+v, want u online", got)
+	}
+	if !tb.cleaner("a") || tb.cleaner("b") {
+		t.Errorf("cleaner: a %v, b %v; want the smallest live id, a", tb.cleaner("a"), tb.cleaner("b"))
+	}
+	if got := tb.stale(); !slices.Equal(got, []staleEntry{{user: "w", node: "a", rev: 4}}) {
+		t.Errorf("stale entries: got %+v, want w's entry of run a0", got)
+	}
+	if got := tb.stale(); len(got) != 0 {
+		t.Errorf("stale entries, asked again: got %+v, want none (the marks are cleared)", got)
+	}
+}
+
+// A node that shuts down says so by deleting its heartbeat: its users go
+// offline at once, last seen then; a user on two nodes, one of which goes,
+// stays online. A heartbeat that the bucket itself expired dates last_seen
+// to its last beat.
+func TestPresenceTableNodeGone(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tb := newPresenceTable(10 * time.Second)
+	tb.beat("a", "a1", at(0))
+	tb.beat("b", "b1", at(0))
+	tb.putEntry("u", "a", "a1", 1, at(0))
+	tb.putEntry("v", "a", "a1", 2, at(0))
+	tb.putEntry("v", "b", "b1", 3, at(0))
+
+	got := tb.gone("a", at(1), false)
+	if !slices.Equal(got, []presenceChange{{User: "u", LastSeen: at(1)}}) {
+		t.Errorf("node a deleted its heartbeat: got %+v, want u offline at 1 s (v is on b too)", got)
+	}
+	if !tb.lookup("v").Online {
+		t.Errorf("v: got %+v, want online", tb.lookup("v"))
+	}
+	if got := tb.stale(); len(got) != 2 {
+		t.Errorf("stale after node a went: got %+v, want u's and v's entries of a", got)
+	}
+
+	tb.beat("b", "b1", at(5))
+	if got := tb.gone("b", at(30), true); !slices.Equal(got, []presenceChange{{User: "v", LastSeen: at(5)}}) {
+		t.Errorf("bucket expired b's heartbeat at 30 s: got %+v, want v last seen at b's last beat, 5 s", got)
+	}
+	if got := tb.gone("b", at(31), true); len(got) != 0 {
+		t.Errorf("a heartbeat gone twice: got %+v, want nothing", got)
+	}
+}
+
+// Keys name their kind: heartbeats and entries; anything else is ignored.
+func TestParsePresenceKey(t *testing.T) {
+	for _, tt := range []struct {
+		key        string
+		user, node string
+		beat, ok   bool
+	}{
+		{"n.node-1", "", "node-1", true, true},
+		{"u.alice.node-1", "alice", "node-1", false, true},
+		{"u.alice", "", "", false, false},
+		{"u..node-1", "", "", false, false},
+		{"n.", "", "", true, false},
+		{"n.a.b", "", "", true, false},
+		{"alice.node-1", "", "", false, false},
+	} {
+		user, node, beat, ok := parseKey(tt.key)
+		if ok != tt.ok || beat != tt.beat || (ok && (user != tt.user || node != tt.node)) {
+			t.Errorf("parseKey(%q) = %q %q %v %v, want %q %q %v %v", tt.key, user, node, beat, ok, tt.user, tt.node, tt.beat, tt.ok)
+		}
 	}
 }

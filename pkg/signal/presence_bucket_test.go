@@ -1,0 +1,274 @@
+package signal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testnats"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Short times, inside the server's 1 s minimum for a message's TTL.
+const (
+	testTTL     = 2 * time.Second
+	testRefresh = 400 * time.Millisecond
+)
+
+// presenceNode is one node's Presence on its own connection to a shared
+// server, with what it delivered.
+type presenceNode struct {
+	p       *Presence
+	nc      *nats.Conn
+	signals chan chatd.Signal
+	stop    func() // cancels Run and waits for it
+}
+
+func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNode {
+	t.Helper()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &presenceNode{nc: nc, signals: make(chan chatd.Signal, 1024)}
+	n.p, err = NewPresence(PresenceConfig{
+		JS: js, NodeID: id, TTL: testTTL, Refresh: testRefresh,
+		Contacts: func(context.Context, string, int) ([]string, error) { return []string{"watcher"}, nil },
+		Deliver:  func(s chatd.Signal) { n.signals <- s },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = n.p.Run(ctx) }()
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(n.stop)
+	return n
+}
+
+// waitPresence waits up to within for a signal of user in state online.
+func (n *presenceNode) waitPresence(t testing.TB, within time.Duration, user string, online bool) chatd.Signal {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case s := <-n.signals:
+			if s.Kind == chatd.SignalPresence && s.User == user && s.Online == online {
+				return s
+			}
+		case <-deadline:
+			t.Fatalf("no presence signal of %s online=%v within %v", user, online, within)
+		}
+	}
+}
+
+// bucket opens the presence bucket on its own connection.
+func bucket(t testing.TB, srv *embedded.NATS) jetstream.KeyValue {
+	t.Helper()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		kv, err := js.KeyValue(ctx, DefaultPresenceBucket)
+		if err == nil {
+			return kv
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("presence bucket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitKey waits until key's presence in the bucket is want.
+func waitKey(t testing.TB, kv jetstream.KeyValue, key string, want bool, within time.Duration) jetstream.KeyValueEntry {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		e, err := kv.Get(context.Background(), key)
+		switch {
+		case err == nil && want:
+			return e
+		case errors.Is(err, jetstream.ErrKeyNotFound) && !want:
+			return nil
+		case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
+			t.Fatalf("get %s: %v", key, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s present=%v after %v, want %v", key, !want, within, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A user's entry is written once per session, not refreshed: only the
+// node's heartbeat is. A node that dies without a goodbye (its NATS
+// connection gone) takes its users offline for the others when its
+// heartbeat lapses, last seen at its last beat, and the surviving node
+// deletes the dead node's entries so the bucket does not keep them.
+func TestPresenceNodeDiesWithoutGoodbye(t *testing.T) {
+	srv := testnats.Start(t)
+	a := startPresenceNode(t, srv, "a")
+	b := startPresenceNode(t, srv, "b")
+	kv := bucket(t, srv)
+
+	b.p.Connected("bob")
+	a.waitPresence(t, 2*time.Second, "bob", true)
+	entry := waitKey(t, kv, "u.bob.b", true, 2*time.Second)
+	beat := waitKey(t, kv, "n.b", true, 2*time.Second)
+
+	time.Sleep(4 * testRefresh)
+	if e := waitKey(t, kv, "u.bob.b", true, 0); e.Revision() != entry.Revision() {
+		t.Errorf("bob's entry rewritten (revision %d -> %d) though his session did not change: entries must not be refreshed", entry.Revision(), e.Revision())
+	}
+	if e := waitKey(t, kv, "n.b", true, 0); e.Revision() <= beat.Revision() {
+		t.Errorf("node b's heartbeat not rewritten in %v (revision %d), want a beat every %v", 4*testRefresh, e.Revision(), testRefresh)
+	}
+
+	b.nc.Close() // b dies: no withdraw reaches the bucket
+	died := time.Now()
+	s := a.waitPresence(t, testTTL+2*time.Second, "bob", false)
+	if since := time.Since(died); since < testTTL-testRefresh {
+		t.Errorf("bob offline %v after node b died, before its heartbeat could lapse (TTL %v)", since, testTTL)
+	}
+	if s.LastSeen.IsZero() || s.LastSeen.After(died) || died.Sub(s.LastSeen) > testRefresh+time.Second {
+		t.Errorf("bob last seen %v, want node b's last beat, at most %v before it died at %v", s.LastSeen, testRefresh, died)
+	}
+	waitKey(t, kv, "u.bob.b", false, 3*time.Second)
+	if p, err := a.p.Lookup(context.Background(), []string{"bob"}); err != nil || p[0].Online {
+		t.Errorf("lookup bob on a: %+v %v, want offline", p, err)
+	}
+}
+
+// A node that stops cleanly deletes its heartbeat and entries: its users
+// go offline for the others at once, not after the TTL.
+func TestPresenceShutdownWithdraws(t *testing.T) {
+	srv := testnats.Start(t)
+	a := startPresenceNode(t, srv, "a")
+	b := startPresenceNode(t, srv, "b")
+	kv := bucket(t, srv)
+	for i := range 300 { // more than one pipelined window
+		b.p.Connected(fmt.Sprintf("u%d", i))
+	}
+	seen := make(map[string]bool)
+	for deadline := time.After(3 * time.Second); len(seen) < 300; {
+		select {
+		case s := <-a.signals:
+			if s.Online {
+				seen[s.User] = true
+			}
+		case <-deadline:
+			t.Fatalf("%d of 300 users online on node a after 3 s", len(seen))
+		}
+	}
+	stopped := time.Now()
+	b.stop()
+	a.waitPresence(t, testTTL/2, "u0", false)
+	if since := time.Since(stopped); since >= testTTL {
+		t.Errorf("offline %v after a clean stop, want before the TTL (%v)", since, testTTL)
+	}
+	waitKey(t, kv, "n.b", false, time.Second)
+	for i := range 300 {
+		waitKey(t, kv, fmt.Sprintf("u.u%d.b", i), false, time.Second)
+	}
+}
+
+// An entry of this node deleted while its user is still connected (another
+// node took this one for dead while it was cut off, and cleaned up) is put
+// back; and a node restarted under the same id does not count its previous
+// run's entries, which are deleted.
+func TestPresenceRepairsAndCleansItsOwnEntries(t *testing.T) {
+	srv := testnats.Start(t)
+	a := startPresenceNode(t, srv, "a")
+	kv := bucket(t, srv)
+	a.p.Connected("alice")
+	a.p.Connected("carol")
+	first := waitKey(t, kv, "u.alice.a", true, 2*time.Second)
+	waitKey(t, kv, "u.carol.a", true, 2*time.Second)
+	if err := kv.Purge(context.Background(), "u.alice.a"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		e, err := kv.Get(context.Background(), "u.alice.a")
+		if err == nil && e.Revision() > first.Revision() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's entry not put back after it was deleted under her live session: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Node a dies and comes back as a new run where only alice connects:
+	// carol's entry, from the old run, goes.
+	a.nc.Close()
+	a.stop()
+	a2 := startPresenceNode(t, srv, "a")
+	a2.p.Connected("alice")
+	waitKey(t, kv, "u.carol.a", false, testTTL+3*time.Second)
+	if e := waitKey(t, kv, "u.alice.a", true, 0); string(e.Value()) != a2.p.inc {
+		t.Errorf("alice's entry names run %q, want the new run %q", e.Value(), a2.p.inc)
+	}
+	p, err := a2.p.Lookup(context.Background(), []string{"alice", "carol"})
+	if err != nil || !p[0].Online || p[1].Online {
+		t.Errorf("lookup on the new run: %+v %v, want alice online, carol offline", p, err)
+	}
+	var m dto.Metric
+	if err := a2.p.metrics.writeErrors.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 0 {
+		t.Errorf("write errors on the new run: %v, want 0", n)
+	}
+}
+
+// BenchmarkPresencePutAll is the put of 10,000 local users' entries that a
+// node makes when its watch (re)starts; a node's steady cost is one
+// heartbeat per Refresh whatever its users.
+func BenchmarkPresencePutAll(b *testing.B) {
+	js := testnats.JetStream(b)
+	p, err := NewPresence(PresenceConfig{
+		JS: js, NodeID: "n1",
+		Contacts: func(context.Context, string, int) ([]string, error) { return nil, nil },
+		Deliver:  func(chatd.Signal) {},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{
+		Bucket: p.cfg.Bucket, History: 1, Storage: jetstream.MemoryStorage, LimitMarkerTTL: p.markerTTL()}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10000 {
+		p.Connected(fmt.Sprintf("u%d", i))
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		p.putAll(ctx)
+	}
+}
