@@ -76,7 +76,7 @@ func (p *Presence) watch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch presence: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	defer func() {
 		if ctx.Err() != nil {
 			p.withdraw()
@@ -87,9 +87,13 @@ func (p *Presence) watch(ctx context.Context) error {
 	// (or all of them, if the bucket was lost with a NATS restart).
 	p.beat(ctx)
 	p.putAll(ctx)
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	var beats sync.WaitGroup
+	beats.Add(1)
+	go func() { defer beats.Done(); p.beatEvery(beatCtx) }()
+	defer beats.Wait()
+	defer stopBeats()
 
-	refresh := time.NewTicker(p.cfg.Refresh)
-	defer refresh.Stop()
 	expire := time.NewTicker(min(p.cfg.TTL/10, 500*time.Millisecond))
 	defer expire.Stop()
 	initial := true
@@ -110,9 +114,7 @@ func (p *Presence) watch(ctx context.Context) error {
 			}
 			p.apply(e, initial)
 		case <-p.wake:
-			p.writePending(ctx, kv)
-		case <-refresh.C:
-			p.beat(ctx)
+			p.writePending(ctx)
 		case <-expire.C:
 			p.mu.Lock()
 			changes := p.table.expire(p.cfg.Now())
@@ -125,6 +127,28 @@ func (p *Presence) watch(ctx context.Context) error {
 				p.emit(c)
 			}
 			p.cleanUp(ctx, stale)
+		}
+	}
+}
+
+// stopWatch stops w and drains what it still delivers until the library
+// closes its channel (bounded by presenceOpTimeout). The library's callback
+// sends on a buffered channel under a lock that its close also takes: one
+// blocked on a full channel (this node's own deletes at shutdown fill it)
+// would otherwise stay blocked for good, and with it the subscription's
+// goroutine.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	t := time.NewTimer(presenceOpTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+		case <-t.C:
+			return
 		}
 	}
 }
@@ -228,33 +252,51 @@ func (p *Presence) recordLastSeen(ctx context.Context, c presenceChange) {
 }
 
 // writePending puts or deletes the entries of users whose local sessions
-// changed, as they stand now.
-func (p *Presence) writePending(ctx context.Context, kv jetstream.KeyValue) {
+// changed, as they stand now, pipelined: a connection storm puts thousands
+// at once, and the watch loop that runs this handles nothing else
+// meanwhile.
+func (p *Presence) writePending(ctx context.Context) {
 	p.mu.Lock()
-	ops := make(map[string]bool, len(p.pending))
+	users := make([]string, 0, len(p.pending))
+	msgs := make([]*nats.Msg, 0, len(p.pending))
 	for u := range p.pending {
-		ops[u] = p.local[u]
+		users = append(users, u)
+		if p.local[u] {
+			msgs = append(msgs, p.putMsg(u))
+		} else {
+			// A purge whose marker expires: a deleted entry leaves nothing
+			// behind for long, however many users come and go.
+			msgs = append(msgs, p.purgeMsg(p.key(u)))
+		}
 	}
 	clear(p.pending)
 	p.mu.Unlock()
-	for u, on := range ops {
-		p.write(ctx, kv, u, on)
-	}
+	p.pipeline(ctx, msgs, func(i int, err error) {
+		p.writeFailed(ctx, users[i], msgs[i].Header.Get(kvOperationHeader) == "", err)
+	})
 }
 
-func (p *Presence) write(ctx context.Context, kv jetstream.KeyValue, user string, on bool) {
-	wctx, cancel := context.WithTimeout(ctx, presenceOpTimeout)
-	defer cancel()
-	var err error
-	if on {
-		_, err = kv.Put(wctx, p.key(user), []byte(p.inc))
-	} else {
-		// A purge whose marker expires: a deleted entry leaves nothing
-		// behind for long, however many users come and go.
-		err = kv.Purge(wctx, p.key(user), jetstream.PurgeTTL(p.markerTTL()))
-	}
-	if err != nil {
-		p.writeFailed(ctx, user, on, err)
+// putMsg is the put of user's entry, naming this run.
+func (p *Presence) putMsg(user string) *nats.Msg {
+	m := nats.NewMsg(p.subject(p.key(user)))
+	m.Data = []byte(p.inc)
+	return m
+}
+
+// beatEvery writes this node's heartbeat every Refresh until ctx ends. It
+// has its own goroutine so that nothing the watch loop waits for (a burst
+// of entries to write, a slow server) can delay a beat past the TTL and
+// take this node's users offline.
+func (p *Presence) beatEvery(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.beat(ctx)
+		}
 	}
 }
 
@@ -283,8 +325,7 @@ func (p *Presence) putAll(ctx context.Context) {
 	p.mu.Unlock()
 	msgs := make([]*nats.Msg, len(users))
 	for i, u := range users {
-		msgs[i] = nats.NewMsg(p.subject(p.key(u)))
-		msgs[i].Data = []byte(p.inc)
+		msgs[i] = p.putMsg(u)
 	}
 	p.pipeline(ctx, msgs, func(i int, err error) { p.writeFailed(ctx, users[i], true, err) })
 }
