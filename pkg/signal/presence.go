@@ -154,7 +154,7 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 		cfg: cfg, inc: ulid.Make().String(), pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
-		table: newPresenceTable(cfg.TTL), metrics: newPresenceMetrics(cfg.Registerer),
+		table: newPresenceTable(cfg.TTL, cfg.NodeID), metrics: newPresenceMetrics(cfg.Registerer),
 	}, nil
 }
 

@@ -116,6 +116,12 @@ func (p *Presence) watch(ctx context.Context) error {
 		case <-p.wake:
 			p.writePending(ctx)
 		case <-expire.C:
+			if len(w.Updates()) > 0 {
+				// Behind the bucket: a heartbeat that looks lapsed may be
+				// waiting in the channel. Judge at a tick that finds it
+				// drained.
+				continue
+			}
 			p.mu.Lock()
 			changes := p.table.expire(p.cfg.Now())
 			var stale []staleEntry

@@ -47,7 +47,8 @@ type staleEntry struct {
 // bucket's puts and deletes, a ticker feeds it the time. Not safe for
 // concurrent use.
 type presenceTable struct {
-	ttl time.Duration
+	ttl  time.Duration
+	self string // this node: alive while it runs, whatever the bucket says
 
 	beats    map[string]nodeBeat             // node → its live heartbeat
 	entries  map[string]map[string]userEntry // user → node → entry
@@ -59,9 +60,9 @@ type presenceTable struct {
 	recheck map[string]struct{}
 }
 
-func newPresenceTable(ttl time.Duration) *presenceTable {
+func newPresenceTable(ttl time.Duration, self string) *presenceTable {
 	return &presenceTable{
-		ttl: ttl, beats: make(map[string]nodeBeat),
+		ttl: ttl, self: self, beats: make(map[string]nodeBeat),
 		entries: make(map[string]map[string]userEntry), byNode: make(map[string]map[string]struct{}),
 		online: make(map[string]struct{}), lastSeen: make(map[string]time.Time),
 		recheck: make(map[string]struct{}),
@@ -157,9 +158,14 @@ func (t *presenceTable) beat(node, inc string, at time.Time) []presenceChange {
 // (lapsed false): its users are last seen at at. The bucket deleting a
 // heartbeat whose TTL ran out (lapsed) says what expire would have said
 // soon: its users were last seen at its last beat.
+//
+// This node's own heartbeat is not dropped: it is alive while it runs, and
+// its users with it. If its beat lapsed in the bucket (its writes failed
+// for a TTL), the other nodes take it for dead and delete its entries; it
+// puts them back when it sees that.
 func (t *presenceTable) gone(node string, at time.Time, lapsed bool) []presenceChange {
 	b, ok := t.beats[node]
-	if !ok {
+	if !ok || node == t.self {
 		return nil
 	}
 	if lapsed {
@@ -170,13 +176,13 @@ func (t *presenceTable) gone(node string, at time.Time, lapsed bool) []presenceC
 	return t.settleNode(node, at)
 }
 
-// expire drops every heartbeat not heard within the TTL before now (its
-// node stopped beating: dead or cut off). Its users who have no other live
-// node go offline, last seen at its last beat.
+// expire drops every other node's heartbeat not heard within the TTL
+// before now (its node stopped beating: dead or cut off). Its users who
+// have no other live node go offline, last seen at its last beat.
 func (t *presenceTable) expire(now time.Time) []presenceChange {
 	var out []presenceChange
 	for node, b := range t.beats {
-		if now.Sub(b.at) > t.ttl {
+		if node != t.self && now.Sub(b.at) > t.ttl {
 			delete(t.beats, node)
 			t.recheck[node] = struct{}{}
 			out = append(out, t.settleNode(node, b.at)...)

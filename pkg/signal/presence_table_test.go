@@ -13,7 +13,7 @@ import (
 func TestPresenceTable(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	tb := newPresenceTable(10 * time.Second)
+	tb := newPresenceTable(10*time.Second, "self")
 	one := func(c presenceChange, ok bool) []presenceChange {
 		if !ok {
 			return nil
@@ -95,7 +95,7 @@ func TestPresenceTable(t *testing.T) {
 func TestPresenceTableNodeGone(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	tb := newPresenceTable(10 * time.Second)
+	tb := newPresenceTable(10*time.Second, "self")
 	tb.beat("a", "a1", at(0))
 	tb.beat("b", "b1", at(0))
 	tb.putEntry("u", "a", "a1", 1, at(0))
@@ -141,5 +141,28 @@ func TestParsePresenceKey(t *testing.T) {
 		if ok != tt.ok || beat != tt.beat || (ok && (user != tt.user || node != tt.node)) {
 			t.Errorf("parseKey(%q) = %q %q %v %v, want %q %q %v %v", tt.key, user, node, beat, ok, tt.user, tt.node, tt.beat, tt.ok)
 		}
+	}
+}
+
+// This node never takes itself for dead: its own heartbeat neither lapses
+// by the clock (a busy watch loop may apply its beats late) nor goes with
+// the bucket's expiry of it, and its own run's entries are never stale.
+func TestPresenceTableKeepsItself(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	tb := newPresenceTable(10*time.Second, "self")
+	tb.beat("self", "s1", t0)
+	tb.putEntry("u", "self", "s1", 1, t0)
+	if got := tb.expire(t0.Add(time.Minute)); len(got) != 0 {
+		t.Errorf("expire a minute after this node's last beat: got %+v, want nothing", got)
+	}
+	if got := tb.gone("self", t0.Add(time.Minute), true); len(got) != 0 {
+		t.Errorf("the bucket expired this node's heartbeat: got %+v, want nothing", got)
+	}
+	if !tb.lookup("u").Online {
+		t.Errorf("u on this node: got %+v, want online", tb.lookup("u"))
+	}
+	tb.loaded()
+	if got := tb.stale(); len(got) != 0 {
+		t.Errorf("stale entries of this node's own run: got %+v, want none", got)
 	}
 }
