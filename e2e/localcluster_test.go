@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -176,8 +175,15 @@ func (c *localCluster) restart(t *testing.T, name string) {
 	}
 }
 
+// leaderWait bounds streamLeader's wait. After the leader's SIGKILL the
+// survivors elect a new one only when their election timer fires, 4-9 s
+// after the last heartbeat (nats-server's raft.go), and a split vote of the
+// two survivors starts another 4-9 s round: CI once waited 14 s with no
+// meta or stream leader while the whole suite ran under -race on two cores.
+const leaderWait = 30 * time.Second
+
 // streamLeader names the server leading the delivery stream ("n2"), asked
-// of any server still up.
+// of any server still up, waiting up to leaderWait for an election.
 func (c *localCluster) streamLeader(t *testing.T) string {
 	t.Helper()
 	nc, err := nats.Connect(c.natsURLs, nats.Timeout(2*time.Second))
@@ -189,18 +195,22 @@ func (c *localCluster) streamLeader(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("jetstream: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	// Each ask has its own short deadline: a leaderless meta group does not
+	// answer at all, and one ask must not spend the whole wait.
+	deadline := time.Now().Add(leaderWait)
 	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		s, err := js.Stream(ctx, stream.DefaultName)
 		if err == nil {
 			var info *jetstream.StreamInfo
 			if info, err = s.Info(ctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+				cancel()
 				return info.Cluster.Leader
 			}
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			t.Fatalf("no leader of stream %s within 5s (last error %v)", stream.DefaultName, err)
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader of stream %s within %v (last error %v)", stream.DefaultName, leaderWait, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
