@@ -109,6 +109,10 @@ type Presence struct {
 	mu      sync.Mutex
 	local   map[string]bool     // users with a session on this node
 	pending map[string]struct{} // users whose entry must be put or deleted
+	// retryAt, when set, is when pending's failed writes are tried again:
+	// the watch may outlive a failed write (a bucket leader election, a
+	// timeout), and nothing else rewrites an entry while its session lasts.
+	retryAt time.Time
 	table   *presenceTable
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -237,13 +238,124 @@ func TestPresenceRepairsAndCleansItsOwnEntries(t *testing.T) {
 	if err != nil || !p[0].Online || p[1].Online {
 		t.Errorf("lookup on the new run: %+v %v, want alice online, carol offline", p, err)
 	}
-	var m dto.Metric
-	if err := a2.p.metrics.writeErrors.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	if n := m.GetCounter().GetValue(); n != 0 {
+	if n := counter(t, a2.p.metrics.writeErrors); n != 0 {
 		t.Errorf("write errors on the new run: %v, want 0", n)
 	}
+}
+
+// A put that fails while the watch lives on (here the bucket refuses new
+// keys, as it cannot take writes during a leader election) is retried: the
+// user's entry is written once the bucket takes writes again, and the user
+// goes online for the others, though nothing else rewrites an entry while
+// its session lasts.
+func TestPresenceRetriesFailedWrites(t *testing.T) {
+	srv := testnats.Start(t)
+	a := startPresenceNode(t, srv, "a")
+	kv := bucket(t, srv)
+	a.p.Connected("bob")
+	a.waitPresence(t, 2*time.Second, "bob", true)
+
+	ctx := context.Background()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	admin, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMaxMsgs := func(limit func(msgs uint64) int64) {
+		t.Helper()
+		st, err := admin.Stream(ctx, "KV_"+DefaultPresenceBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := info.Config
+		cfg.MaxMsgs = limit(info.State.Msgs)
+		if _, err := admin.UpdateStream(ctx, cfg); err != nil {
+			t.Fatalf("limit the bucket to %d messages: %v", cfg.MaxMsgs, err)
+		}
+	}
+	// Full: a new key is refused (the bucket discards new messages), while
+	// the heartbeat, a rewrite of its one key, still goes in.
+	setMaxMsgs(func(msgs uint64) int64 { return int64(msgs) })
+	a.p.Connected("carol")
+	deadline := time.Now().Add(3 * time.Second)
+	for counter(t, a.p.metrics.writeErrors) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("carol's put did not fail in a full bucket: the test no longer fails a write")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitKey(t, kv, "u.carol.a", false, 0)
+
+	setMaxMsgs(func(uint64) int64 { return -1 })
+	a.waitPresence(t, 2*presenceRetry+time.Second, "carol", true)
+	waitKey(t, kv, "u.carol.a", true, time.Second)
+}
+
+// When the watch (re)starts, as it does after NATS failed it, the node
+// puts the entries of its run that the bucket lacks and leaves alone the
+// ones it holds: rewriting all would cost a write per local user, and a
+// watch update per user on every node, at each restart.
+func TestPresenceWatchRestartPutsOnlyMissingEntries(t *testing.T) {
+	srv := testnats.Start(t)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPresence(PresenceConfig{
+		JS: js, NodeID: "a", TTL: testTTL, Refresh: testRefresh,
+		Contacts: func(context.Context, string, int) ([]string, error) { return nil, nil },
+		Deliver:  func(chatd.Signal) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: p.cfg.Bucket, History: 1, Storage: jetstream.MemoryStorage, LimitMarkerTTL: p.markerTTL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state a restarted watch finds: alice's entry of this run was put
+	// by the watch before, bob's put failed. Both are connected here (set
+	// directly: Connected would queue their writes as for a new session).
+	held, err := kv.Put(ctx, "u.alice.a", []byte(p.inc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.local["alice"], p.local["bob"] = true, true
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitKey(t, kv, "u.bob.a", true, 3*time.Second)
+	if e := waitKey(t, kv, "u.alice.a", true, 0); e.Revision() != held {
+		t.Errorf("alice's entry rewritten at the watch's start (revision %d -> %d) though the bucket held it", held, e.Revision())
+	}
+}
+
+// counter is a Prometheus counter's value.
+func counter(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // BenchmarkPresencePutAll is the put of 10,000 local users' entries that a
@@ -269,6 +381,6 @@ func BenchmarkPresencePutAll(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
-		p.putAll(ctx)
+		p.putAll(ctx, nil)
 	}
 }

@@ -83,10 +83,11 @@ func (p *Presence) watch(ctx context.Context) error {
 		}
 	}()
 	// The heartbeat goes first, so no watcher sees an entry of this run
-	// before the run itself; then the entries put while the watch was down
-	// (or all of them, if the bucket was lost with a NATS restart).
+	// before the run itself. The entries follow the initial load: those
+	// whose put failed while the watch was down, or all of them if the
+	// bucket was lost with a NATS restart; not those the bucket holds.
 	p.beat(ctx)
-	p.putAll(ctx)
+	have := make(map[string]struct{})
 	beatCtx, stopBeats := context.WithCancel(ctx)
 	var beats sync.WaitGroup
 	beats.Add(1)
@@ -110,12 +111,20 @@ func (p *Presence) watch(ctx context.Context) error {
 				p.mu.Lock()
 				p.table.loaded()
 				p.mu.Unlock()
+				p.putAll(ctx, have)
+				have = nil
 				continue
+			}
+			if initial {
+				p.noteOwn(e, have)
 			}
 			p.apply(e, initial)
 		case <-p.wake:
 			p.writePending(ctx)
 		case <-expire.C:
+			if p.retryDue(p.cfg.Now()) {
+				p.writePending(ctx)
+			}
 			if len(w.Updates()) > 0 {
 				// Behind the bucket: a heartbeat that looks lapsed may be
 				// waiting in the channel. Judge at a tick that finds it
@@ -319,14 +328,28 @@ func (p *Presence) beat(ctx context.Context) {
 	}
 }
 
-// putAll puts every local user's entry: after the watch (re)starts, the
-// bucket may not hold them (entries put while NATS was away failed; a NATS
-// restart loses a memory bucket).
-func (p *Presence) putAll(ctx context.Context) {
+// noteOwn adds to have the user of e when e is an entry of this node's
+// run: the bucket holds it, and putAll need not write it again.
+func (p *Presence) noteOwn(e jetstream.KeyValueEntry, have map[string]struct{}) {
+	user, node, isBeat, ok := parseKey(e.Key())
+	if ok && !isBeat && node == p.cfg.NodeID && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == p.inc {
+		have[user] = struct{}{}
+	}
+}
+
+// putAll puts the entry of every local user not in have (the entries of
+// this run that the watch's initial load found): after the watch
+// (re)starts, the bucket may lack some (puts that failed while NATS was
+// away) or all (a NATS restart loses a memory bucket). Rewriting the ones
+// it holds would cost a write and a watch update on every node per user
+// at each restart of this node's watch.
+func (p *Presence) putAll(ctx context.Context, have map[string]struct{}) {
 	p.mu.Lock()
 	users := make([]string, 0, len(p.local))
 	for u := range p.local {
-		users = append(users, u)
+		if _, ok := have[u]; !ok {
+			users = append(users, u)
+		}
 	}
 	p.mu.Unlock()
 	msgs := make([]*nats.Msg, len(users))
@@ -410,14 +433,35 @@ func (p *Presence) subject(key string) string {
 	return "$KV." + p.cfg.Bucket + "." + key
 }
 
-// writeFailed counts and logs a failed write of user's entry, unless ctx
-// ended (shutdown).
+// writeFailed counts and logs a failed write of user's entry and queues it
+// again for presenceRetry later (as the user's sessions then stand),
+// unless ctx ended (shutdown). Without the retry, a put lost to a bucket
+// leader election would leave the user offline for the rest of a session
+// whose entry nothing else rewrites, and a lost delete online after it.
 func (p *Presence) writeFailed(ctx context.Context, user string, on bool, err error) {
 	if ctx.Err() != nil {
 		return
 	}
 	p.metrics.writeErrors.Inc()
-	p.sampled.Warn("presence write", "user", user, "online", on, "err", err)
+	p.sampled.Warn("presence write; will retry", "user", user, "online", on, "err", err)
+	p.mu.Lock()
+	p.pending[user] = struct{}{}
+	if p.retryAt.IsZero() {
+		p.retryAt = p.cfg.Now().Add(presenceRetry)
+	}
+	p.mu.Unlock()
+}
+
+// retryDue reports whether failed writes wait in pending and their retry
+// time has come, and if so clears it (a write failing again sets it anew).
+func (p *Presence) retryDue(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.retryAt.IsZero() || now.Before(p.retryAt) {
+		return false
+	}
+	p.retryAt = time.Time{}
+	return len(p.pending) > 0
 }
 
 // withdraw deletes this node's heartbeat on shutdown, so its users go
