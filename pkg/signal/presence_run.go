@@ -83,11 +83,15 @@ func (p *Presence) watch(ctx context.Context) error {
 		}
 	}()
 	// The heartbeat goes first, so no watcher sees an entry of this run
-	// before the run itself. The entries follow the initial load: those
-	// whose put failed while the watch was down, or all of them if the
-	// bucket was lost with a NATS restart; not those the bucket holds.
+	// before the run itself. The entries written before this watch follow
+	// its initial load, those the bucket lacks: their put failed while the
+	// watch was down, or a NATS restart lost the bucket. The ones that
+	// pending holds go out through it as usual.
+	restore := p.unqueued()
+	p.mu.Lock()
+	p.table.reload()
+	p.mu.Unlock()
 	p.beat(ctx)
-	have := make(map[string]struct{})
 	beatCtx, stopBeats := context.WithCancel(ctx)
 	var beats sync.WaitGroup
 	beats.Add(1)
@@ -109,14 +113,17 @@ func (p *Presence) watch(ctx context.Context) error {
 			if e == nil {
 				initial = false
 				p.mu.Lock()
-				p.table.loaded()
+				changes := p.table.loaded(p.cfg.Now())
 				p.mu.Unlock()
-				p.putAll(ctx, have)
-				have = nil
+				for _, c := range changes {
+					p.emit(c)
+				}
+				p.putAll(ctx, restore)
+				restore = nil
 				continue
 			}
 			if initial {
-				p.noteOwn(e, have)
+				p.noteOwn(e, restore)
 			}
 			p.apply(e, initial)
 		case <-p.wake:
@@ -328,35 +335,49 @@ func (p *Presence) beat(ctx context.Context) {
 	}
 }
 
-// noteOwn adds to have the user of e when e is an entry of this node's
-// run: the bucket holds it, and putAll need not write it again.
-func (p *Presence) noteOwn(e jetstream.KeyValueEntry, have map[string]struct{}) {
+// unqueued returns the local users whose entries pending does not hold:
+// written before, by this run, and perhaps lost since.
+func (p *Presence) unqueued() map[string]struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	users := make(map[string]struct{}, len(p.local))
+	for u := range p.local {
+		if _, queued := p.pending[u]; !queued {
+			users[u] = struct{}{}
+		}
+	}
+	return users
+}
+
+// noteOwn drops from users the user of e when e is an entry of this
+// node's run: the bucket holds it, and putAll need not write it again.
+func (p *Presence) noteOwn(e jetstream.KeyValueEntry, users map[string]struct{}) {
 	user, node, isBeat, ok := parseKey(e.Key())
 	if ok && !isBeat && node == p.cfg.NodeID && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == p.inc {
-		have[user] = struct{}{}
+		delete(users, user)
 	}
 }
 
-// putAll puts the entry of every local user not in have (the entries of
-// this run that the watch's initial load found): after the watch
-// (re)starts, the bucket may lack some (puts that failed while NATS was
-// away) or all (a NATS restart loses a memory bucket). Rewriting the ones
-// it holds would cost a write and a watch update on every node per user
-// at each restart of this node's watch.
-func (p *Presence) putAll(ctx context.Context, have map[string]struct{}) {
+// putAll puts the entries of users (found missing from the bucket by the
+// watch's initial load) who are still connected and whose entry pending
+// does not hold (a session that began or ended meanwhile writes it).
+// Rewriting entries the bucket holds would cost a write and a watch
+// update on every node per user at each restart of this node's watch, and
+// writing one pending holds would write it twice.
+func (p *Presence) putAll(ctx context.Context, users map[string]struct{}) {
 	p.mu.Lock()
-	users := make([]string, 0, len(p.local))
-	for u := range p.local {
-		if _, ok := have[u]; !ok {
-			users = append(users, u)
+	put := make([]string, 0, len(users))
+	for u := range users {
+		if _, queued := p.pending[u]; p.local[u] && !queued {
+			put = append(put, u)
 		}
 	}
 	p.mu.Unlock()
-	msgs := make([]*nats.Msg, len(users))
-	for i, u := range users {
+	msgs := make([]*nats.Msg, len(put))
+	for i, u := range put {
 		msgs[i] = p.putMsg(u)
 	}
-	p.pipeline(ctx, msgs, func(i int, err error) { p.writeFailed(ctx, users[i], true, err) })
+	p.pipeline(ctx, msgs, func(i int, err error) { p.writeFailed(ctx, put[i], true, err) })
 }
 
 // cleanUp deletes entries no live node's run stands behind (their node

@@ -1,6 +1,7 @@
 package signal
 
 import (
+	"maps"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -58,6 +59,9 @@ type presenceTable struct {
 	// recheck holds the nodes whose entries may have gone stale since the
 	// last clean-up (the node died or restarted, or the table was loaded).
 	recheck map[string]struct{}
+	// unconfirmed, during a watch's initial load, holds the entries (node →
+	// users) the load has not shown yet (see reload).
+	unconfirmed map[string]map[string]struct{}
 }
 
 func newPresenceTable(ttl time.Duration, self string) *presenceTable {
@@ -105,6 +109,7 @@ func (t *presenceTable) putEntry(user, node, inc string, rev uint64, at time.Tim
 		t.entries[user] = n
 	}
 	n[node] = userEntry{inc: inc, rev: rev}
+	delete(t.unconfirmed[node], user)
 	u := t.byNode[node]
 	if u == nil {
 		u = make(map[string]struct{})
@@ -203,12 +208,36 @@ func (t *presenceTable) settleNode(node string, at time.Time) []presenceChange {
 	return out
 }
 
-// loaded marks every node for a clean-up check: after the watch's initial
-// load, entries of nodes that never beat again are there to be found.
-func (t *presenceTable) loaded() {
+// reload starts a watch's initial load: every entry the table holds is
+// unconfirmed until the load shows it again. A watch that restarts after
+// NATS failed it missed what happened meanwhile, and a delete's marker
+// expires (after the TTL): without this, an entry deleted while the watch
+// was down for longer would keep its user online here for good.
+func (t *presenceTable) reload() {
+	t.unconfirmed = make(map[string]map[string]struct{}, len(t.byNode))
+	for node, users := range t.byNode {
+		t.unconfirmed[node] = maps.Clone(users)
+	}
+}
+
+// loaded ends the initial load: the entries it did not show are dropped
+// (their users' transitions returned, last seen at at), and every node is
+// marked for a clean-up check, since entries of nodes that never beat
+// again are there to be found.
+func (t *presenceTable) loaded(at time.Time) []presenceChange {
+	var out []presenceChange
+	for node, users := range t.unconfirmed {
+		for user := range users {
+			if c, ok := t.removeEntry(user, node, at); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	t.unconfirmed = nil
 	for node := range t.byNode {
 		t.recheck[node] = struct{}{}
 	}
+	return out
 }
 
 // cleaner reports whether self is the live node that deletes stale

@@ -161,8 +161,41 @@ func TestPresenceTableKeepsItself(t *testing.T) {
 	if !tb.lookup("u").Online {
 		t.Errorf("u on this node: got %+v, want online", tb.lookup("u"))
 	}
-	tb.loaded()
+	tb.reload()
+	tb.putEntry("u", "self", "s1", 1, t0)
+	if got := tb.loaded(t0); len(got) != 0 {
+		t.Errorf("a load that shows this node's entry: got %+v, want nothing", got)
+	}
 	if got := tb.stale(); len(got) != 0 {
 		t.Errorf("stale entries of this node's own run: got %+v, want none", got)
+	}
+}
+
+// A watch that restarts loads the bucket again: entries deleted while it
+// was down (their markers expired, so it sees no delete) go from the
+// table with their users' presence; entries the load shows stay.
+func TestPresenceTableReload(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	tb := newPresenceTable(10*time.Second, "self")
+	tb.beat("b", "b1", t0)
+	tb.putEntry("bob", "b", "b1", 1, t0)
+	tb.putEntry("ann", "b", "b1", 2, t0)
+	tb.putEntry("ann", "c", "c1", 3, t0) // node c not heard: ann is online through b
+
+	tb.reload()
+	tb.beat("b", "b1", t0.Add(time.Second))
+	tb.putEntry("ann", "b", "b1", 2, t0.Add(time.Second))
+	got := tb.loaded(t0.Add(2 * time.Second))
+	if want := []presenceChange{{User: "bob", LastSeen: t0.Add(2 * time.Second)}}; !slices.Equal(got, want) {
+		t.Errorf("load without bob's entry: got %+v, want %+v", got, want)
+	}
+	if !tb.lookup("ann").Online || tb.lookup("bob").Online {
+		t.Errorf("after the load: ann %+v, bob %+v; want ann online, bob offline", tb.lookup("ann"), tb.lookup("bob"))
+	}
+	if _, ok := tb.entries["ann"]["c"]; ok {
+		t.Error("ann's entry of node c, not in the load, is still in the table")
+	}
+	if got := tb.loaded(t0.Add(3 * time.Second)); len(got) != 0 {
+		t.Errorf("loaded again without a reload: got %+v, want nothing", got)
 	}
 }
