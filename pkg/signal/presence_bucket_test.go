@@ -32,7 +32,9 @@ type presenceNode struct {
 	stop    func() // cancels Run and waits for it
 }
 
-func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNode {
+// connectJS is a JetStream on a connection of its own to srv, closed when
+// the test ends.
+func connectJS(t testing.TB, srv *embedded.NATS) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := srv.Connect()
 	if err != nil {
@@ -43,7 +45,14 @@ func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNod
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nc, js
+}
+
+func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNode {
+	t.Helper()
+	nc, js := connectJS(t, srv)
 	n := &presenceNode{nc: nc, signals: make(chan chatd.Signal, 1024)}
+	var err error
 	n.p, err = NewPresence(PresenceConfig{
 		JS: js, NodeID: id, TTL: testTTL, Refresh: testRefresh,
 		Contacts: func(context.Context, string, int) ([]string, error) { return []string{"watcher"}, nil },
@@ -81,15 +90,7 @@ func (n *presenceNode) waitPresence(t testing.TB, within time.Duration, user str
 // bucket opens the presence bucket on its own connection.
 func bucket(t testing.TB, srv *embedded.NATS) jetstream.KeyValue {
 	t.Helper()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectJS(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
@@ -259,15 +260,7 @@ func TestPresenceRetriesFailedWrites(t *testing.T) {
 	a.waitPresence(t, 2*time.Second, "bob", true)
 
 	ctx := context.Background()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	admin, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, admin := connectJS(t, srv)
 	setMaxMsgs := func(limit func(msgs uint64) int64) {
 		t.Helper()
 		st, err := admin.Stream(ctx, "KV_"+DefaultPresenceBucket)
@@ -308,15 +301,7 @@ func TestPresenceRetriesFailedWrites(t *testing.T) {
 // watch update per user on every node, at each restart.
 func TestPresenceWatchRestartPutsOnlyMissingEntries(t *testing.T) {
 	srv := testnats.Start(t)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectJS(t, srv)
 	p, err := NewPresence(PresenceConfig{
 		JS: js, NodeID: "a", TTL: testTTL, Refresh: testRefresh,
 		Contacts: func(context.Context, string, int) ([]string, error) { return nil, nil },
