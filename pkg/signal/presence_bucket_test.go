@@ -261,7 +261,9 @@ func TestPresenceRetriesFailedWrites(t *testing.T) {
 
 	ctx := context.Background()
 	_, admin := connectJS(t, srv)
-	setMaxMsgs := func(limit func(msgs uint64) int64) {
+	// full caps the bucket at the messages it holds (a new key is refused:
+	// the bucket discards new messages), or lifts the cap.
+	full := func(on bool) {
 		t.Helper()
 		st, err := admin.Stream(ctx, "KV_"+DefaultPresenceBucket)
 		if err != nil {
@@ -272,14 +274,16 @@ func TestPresenceRetriesFailedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := info.Config
-		cfg.MaxMsgs = limit(info.State.Msgs)
+		cfg.MaxMsgs = -1
+		if on {
+			cfg.MaxMsgs = int64(info.State.Msgs)
+		}
 		if _, err := admin.UpdateStream(ctx, cfg); err != nil {
 			t.Fatalf("limit the bucket to %d messages: %v", cfg.MaxMsgs, err)
 		}
 	}
-	// Full: a new key is refused (the bucket discards new messages), while
-	// the heartbeat, a rewrite of its one key, still goes in.
-	setMaxMsgs(func(msgs uint64) int64 { return int64(msgs) })
+	// The heartbeat, a rewrite of its one key, still goes into a full bucket.
+	full(true)
 	a.p.Connected("carol")
 	deadline := time.Now().Add(3 * time.Second)
 	for counter(t, a.p.metrics.writeErrors) == 0 {
@@ -290,7 +294,7 @@ func TestPresenceRetriesFailedWrites(t *testing.T) {
 	}
 	waitKey(t, kv, "u.carol.a", false, 0)
 
-	setMaxMsgs(func(uint64) int64 { return -1 })
+	full(false)
 	a.waitPresence(t, 2*presenceRetry+time.Second, "carol", true)
 	waitKey(t, kv, "u.carol.a", true, time.Second)
 }
@@ -343,16 +347,17 @@ func TestPresenceWatchRestartPutsOnlyMissingEntries(t *testing.T) {
 		t.Errorf("alice's entry rewritten at the watch's start (revision %d -> %d) though the bucket held it", held, e.Revision())
 	}
 	puts := 0
-	for settle := time.After(3 * testRefresh); ; {
+	settle := time.After(3 * testRefresh)
+count:
+	for {
 		select {
 		case e := <-carol.Updates():
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
 				puts++
 			}
-			continue
 		case <-settle:
+			break count
 		}
-		break
 	}
 	if puts != 1 {
 		t.Errorf("carol's entry written %d times, want once", puts)
