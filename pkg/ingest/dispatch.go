@@ -28,8 +28,12 @@ import (
 // A single goroutine (run) owns all its state.
 type dispatcher struct {
 	queue <-chan item
+	alarm *fullAlarm // rung by Submit when the queue would fill the batch being gathered
 	max   int
 	delay time.Duration
+	// gathered is how many eligible sends the open window holds, when
+	// dispatch last returned a wait.
+	gathered int
 
 	// flights are the idle committers' batches; run sends one to a
 	// committer and gets it back on done once it committed.
@@ -56,9 +60,9 @@ type flight struct {
 	chats []string // distinct chats of items: released when it comes back
 }
 
-func newDispatcher(queue <-chan item, max int, delay time.Duration, committers int, work chan<- *flight, done <-chan *flight) *dispatcher {
+func newDispatcher(queue <-chan item, alarm *fullAlarm, max int, delay time.Duration, committers int, work chan<- *flight, done <-chan *flight) *dispatcher {
 	d := &dispatcher{
-		queue: queue, max: max, delay: delay, work: work, done: done,
+		queue: queue, alarm: alarm, max: max, delay: delay, work: work, done: done,
 		chats:    make(map[string]*chatQueue),
 		inFlight: make(map[string]bool),
 	}
@@ -79,26 +83,41 @@ func (d *dispatcher) run(ctx context.Context, stopped <-chan struct{}) {
 	defer timer.Stop()
 	for ctx.Err() == nil {
 		wait := d.dispatch(time.Now(), false)
-		var tick <-chan time.Time
-		if wait > 0 {
-			timer.Reset(wait)
-			tick = timer.C
-		}
-		select {
-		case it := <-d.queue:
-			d.add(it)
-			d.takeQueued()
-		case f := <-d.done:
-			d.release(f)
-		case <-tick:
-		case <-ctx.Done():
-		}
-		if tick != nil && !timer.Stop() {
+		if wait <= 0 {
+			// Nothing is being gathered: the next send may start a window
+			// (or, with every committer busy, join the queue for one).
 			select {
+			case it := <-d.queue:
+				d.add(it)
+				d.takeQueued()
+			case f := <-d.done:
+				d.release(f)
+			case <-ctx.Done():
+			}
+			continue
+		}
+		// A window is open: its sends wait in the channel until it ends,
+		// a committer comes back, or the queue alone would fill the batch.
+		room := d.max - d.gathered
+		d.alarm.arm(room)
+		if len(d.queue) < room {
+			timer.Reset(wait)
+			select {
+			case <-d.alarm.ring:
+			case f := <-d.done:
+				d.release(f)
 			case <-timer.C:
-			default:
+			case <-ctx.Done():
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
 			}
 		}
+		d.alarm.disarm()
+		d.takeQueued()
 	}
 	<-stopped
 	d.takeQueued()
@@ -158,6 +177,7 @@ func (d *dispatcher) dispatch(now time.Time, flush bool) time.Duration {
 			return 0
 		}
 		if left := d.delay - now.Sub(oldest); !flush && eligible < d.max && left > 0 {
+			d.gathered = eligible
 			return left
 		}
 		f := d.idle[len(d.idle)-1]

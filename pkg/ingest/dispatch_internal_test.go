@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -24,7 +25,7 @@ func TestDispatcherBatchRules(t *testing.T) {
 	const delay = 5 * time.Millisecond
 	work := make(chan *flight, 4)
 	done := make(chan *flight, 4)
-	d := newDispatcher(nil, 3, delay, 2, work, done)
+	d := newDispatcher(nil, newFullAlarm(), 3, delay, 2, work, done)
 	t0 := time.Now()
 
 	d.add(sendTo("a", t0))
@@ -70,5 +71,74 @@ func TestDispatcherBatchRules(t *testing.T) {
 	}
 	if d.waiting != 0 || len(d.order) != 0 || len(d.chats) != 0 {
 		t.Fatalf("left behind: waiting %d, order %d, chats %d", d.waiting, len(d.order), len(d.chats))
+	}
+}
+
+// queueSend queues a send as Submit does: into the channel, then the alarm.
+func queueSend(queue chan item, alarm *fullAlarm, chat string) {
+	queue <- sendTo(chat, time.Now())
+	alarm.queued(len(queue))
+}
+
+// While a window is open its sends wait in the channel (the dispatcher is
+// not woken for each), and the one that would fill the batch wakes it at
+// once: the batch goes out full long before the window's end.
+func TestDispatcherSleepsThroughAWindowUntilTheBatchIsFull(t *testing.T) {
+	const window = time.Hour
+	queue := make(chan item, 16)
+	alarm := newFullAlarm()
+	work := make(chan *flight, 1)
+	done := make(chan *flight, 1)
+	d := newDispatcher(queue, alarm, 4, window, 1, work, done)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	ran := make(chan struct{})
+	go func() { defer close(ran); d.run(ctx, stopped) }()
+	defer func() {
+		// Shutting down, the dispatcher flushes what waits and waits for
+		// its batches to come back.
+		cancel()
+		close(stopped)
+		for {
+			select {
+			case f := <-work:
+				done <- f
+			case <-ran:
+				return
+			}
+		}
+	}()
+
+	queueSend(queue, alarm, "a") // opens the window
+	waitFor(t, "the first send taken", func() bool { return len(queue) == 0 })
+	queueSend(queue, alarm, "b")
+	queueSend(queue, alarm, "a")
+	time.Sleep(50 * time.Millisecond)
+	if n := len(queue); n != 2 {
+		t.Fatalf("%d sends left in the channel during the window, want 2 (the dispatcher woke for them)", n)
+	}
+	select {
+	case f := <-work:
+		t.Fatalf("a batch of %d went out before the window ended or the batch filled", len(f.items))
+	default:
+	}
+	queueSend(queue, alarm, "c") // the fourth: the batch is full
+	select {
+	case f := <-work:
+		if got := chatsOf(f); len(got) != 4 {
+			t.Fatalf("batch %v, want all four sends", got)
+		}
+		done <- f
+	case <-time.After(5 * time.Second):
+		t.Fatal("a full batch did not go out within 5s of its last send")
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
 	}
 }

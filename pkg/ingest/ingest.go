@@ -162,6 +162,7 @@ type item struct {
 type Ingest struct {
 	cfg     Config
 	queue   chan item
+	alarm   *fullAlarm
 	metrics *metrics
 	log     *slog.Logger
 	// sampled logs what can repeat for every batch (a database outage).
@@ -181,6 +182,7 @@ func New(cfg Config) (*Ingest, error) {
 	return &Ingest{
 		cfg:     cfg,
 		queue:   make(chan item, cfg.QueueSize),
+		alarm:   newFullAlarm(),
 		metrics: m,
 		log:     log,
 		sampled: logsample.New(log, logsample.Config{}),
@@ -208,6 +210,7 @@ func (in *Ingest) Submit(req Request, done func(Result)) error {
 	}
 	select {
 	case in.queue <- item{req: req, done: done, queued: time.Now()}:
+		in.alarm.queued(len(in.queue))
 		in.metrics.queued.Inc()
 		return nil
 	default:
@@ -262,7 +265,7 @@ func (in *Ingest) Run(ctx context.Context) error {
 		}()
 	}
 	stopped := make(chan struct{})
-	d := newDispatcher(in.queue, in.cfg.BatchSize, in.cfg.BatchDelay, in.cfg.Workers, work, done)
+	d := newDispatcher(in.queue, in.alarm, in.cfg.BatchSize, in.cfg.BatchDelay, in.cfg.Workers, work, done)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
