@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,9 @@ func run(args []string) error {
 	}
 	log := newLogger(&s)
 	s.node.Logger = log
+	if err := applyMaxProcs(s.maxProcs); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -75,7 +79,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(),
+	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(), "procs", runtime.GOMAXPROCS(0),
 		"token", "chatd token USER --data-dir "+s.node.DataDir)
 	go func() {
 		<-ctx.Done()
@@ -88,6 +92,17 @@ func run(args []string) error {
 		defer func() { <-reloaded }()
 	}
 	return n.Run(ctx)
+}
+
+// applyMaxProcs sets GOMAXPROCS from --max-procs; 0 leaves Go's choice.
+func applyMaxProcs(n int) error {
+	if n < 0 {
+		return fmt.Errorf("--max-procs %d: want 0 (Go's choice) or a number of CPUs", n)
+	}
+	if n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
+	return nil
 }
 
 // tlsReloader is what SIGHUP reloads (*node.Node).

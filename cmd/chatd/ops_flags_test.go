@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/chatd/chatd/pkg/node"
@@ -45,5 +47,32 @@ func TestNamingFlagDefaults(t *testing.T) {
 	}
 	if s.node.StreamName != "CHAT_OUTBOX" || s.node.SubjectPrefix != "chat" {
 		t.Fatalf("defaults: stream %q prefix %q, want CHAT_OUTBOX and chat", s.node.StreamName, s.node.SubjectPrefix)
+	}
+}
+
+// --max-procs caps GOMAXPROCS, 0 keeps Go's choice, and a negative count is
+// refused with what to give instead.
+func TestMaxProcs(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	t.Setenv("CHATD_MAX_PROCS", "1")
+	var s settings
+	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := registerFlags(fs, &s)
+	if err := fs.Parse(nil); err != nil || len(f.errs) > 0 {
+		t.Fatal(err, f.errs)
+	}
+	if s.maxProcs != 1 {
+		t.Fatalf("CHATD_MAX_PROCS=1 read as %d", s.maxProcs)
+	}
+	if err := applyMaxProcs(0); err != nil || runtime.GOMAXPROCS(0) != before {
+		t.Fatalf("0: err %v, GOMAXPROCS %d; want nil and Go's %d", err, runtime.GOMAXPROCS(0), before)
+	}
+	if err := applyMaxProcs(s.maxProcs); err != nil || runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("1: err %v, GOMAXPROCS %d; want nil and 1", err, runtime.GOMAXPROCS(0))
+	}
+	if err := applyMaxProcs(-1); err == nil || !strings.Contains(err.Error(), "want 0") {
+		t.Fatalf("-1: err %v, want a refusal saying what to give", err)
 	}
 }
