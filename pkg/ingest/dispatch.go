@@ -169,7 +169,8 @@ func (d *dispatcher) release(f *flight) {
 // holds max sends of chats not in flight, or its oldest send has waited
 // the gather delay (always, when flush is set). Otherwise it returns how
 // long until the oldest eligible send's delay runs out (0: nothing to
-// wait for, or no idle committer).
+// wait for, or no idle committer), and records in gathered how many
+// eligible sends that window holds (run arms the alarm with the rest).
 func (d *dispatcher) dispatch(now time.Time, flush bool) time.Duration {
 	for len(d.idle) > 0 {
 		oldest, eligible := d.eligible()
