@@ -95,22 +95,18 @@ func TestDispatcherSleepsThroughAWindowUntilTheBatchIsFull(t *testing.T) {
 	ran := make(chan struct{})
 	go func() { defer close(ran); d.run(ctx, stopped) }()
 	defer func() {
-		// Shutting down, the dispatcher flushes what waits and waits for
-		// its batches to come back.
+		// Shutting down, the dispatcher flushes what waits, waits for its
+		// batches to come back, and closes work.
 		cancel()
 		close(stopped)
-		for {
-			select {
-			case f := <-work:
-				done <- f
-			case <-ran:
-				return
-			}
+		for f := range work {
+			done <- f
 		}
+		<-ran
 	}()
 
-	queueSend(queue, alarm, "a") // opens the window
-	waitFor(t, "the first send taken", func() bool { return len(queue) == 0 })
+	queueSend(queue, alarm, "a") // opens the window: 3 more sends fill the batch
+	waitFor(t, "the window open", func() bool { return alarm.room.Load() == 3 })
 	queueSend(queue, alarm, "b")
 	queueSend(queue, alarm, "a")
 	time.Sleep(50 * time.Millisecond)
