@@ -56,12 +56,9 @@ func TestMaxProcs(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(before)
 	t.Setenv("CHATD_MAX_PROCS", "1")
-	var s settings
-	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f := registerFlags(fs, &s)
-	if err := fs.Parse(nil); err != nil || len(f.errs) > 0 {
-		t.Fatal(err, f.errs)
+	s, err := parseWith(t)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if s.maxProcs != 1 {
 		t.Fatalf("CHATD_MAX_PROCS=1 read as %d", s.maxProcs)

@@ -106,7 +106,11 @@ func TestDispatcherSleepsThroughAWindowUntilTheBatchIsFull(t *testing.T) {
 	}()
 
 	queueSend(queue, alarm, "a") // opens the window: 3 more sends fill the batch
-	waitFor(t, "the window open", func() bool { return alarm.room.Load() == 3 })
+	for deadline := time.Now().Add(5 * time.Second); alarm.room.Load() != 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first send opened no window within 5s")
+		}
+	}
 	queueSend(queue, alarm, "b")
 	queueSend(queue, alarm, "a")
 	time.Sleep(50 * time.Millisecond)
@@ -127,14 +131,5 @@ func TestDispatcherSleepsThroughAWindowUntilTheBatchIsFull(t *testing.T) {
 		done <- f
 	case <-time.After(5 * time.Second):
 		t.Fatal("a full batch did not go out within 5s of its last send")
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
 	}
 }
