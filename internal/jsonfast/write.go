@@ -21,18 +21,36 @@ func AppendTime(dst []byte, t time.Time) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// copyAsIs[html][b] is true for the ASCII bytes AppendString copies
+// unescaped: everything from space up but quote and backslash, and with
+// html also but <, > and &. A table lookup per byte instead of four to
+// seven comparisons: message bodies are mostly such bytes. It is built once
+// and never written.
+var copyAsIs = [2][utf8.RuneSelf]bool{asIsTable(false), asIsTable(true)}
+
+func asIsTable(html bool) (t [utf8.RuneSelf]bool) {
+	for b := byte(0x20); b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && (!html || (b != '<' && b != '>' && b != '&'))
+	}
+	return t
+}
+
 // AppendString appends s as a JSON string, as encoding/json writes it:
 // control characters, quote and backslash escaped; U+2028 and U+2029 too
 // (valid JSON, but line terminators to JavaScript's eval); invalid UTF-8
 // as U+FFFD; and with escapeHTML, <, > and & as \u003c, \u003e, \u0026
 // (json.Marshal's default).
 func AppendString(dst []byte, s string, escapeHTML bool) []byte {
+	asIs := &copyAsIs[0]
+	if escapeHTML {
+		asIs = &copyAsIs[1]
+	}
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (!escapeHTML || (b != '<' && b != '>' && b != '&')) {
+			if asIs[b] {
 				i++
 				continue
 			}
