@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,23 +36,31 @@ var errPending = errors.New("publish ack pending")
 // that subject by the stream with a PubAck or an API error, or by the
 // server with a 503 status when nothing serves the subject.
 //
+// Reply subjects are the same for every round: prefix + index. A subject
+// new to the server misses its subject caches (the publishing client's and
+// the account's), costing a match through the subscription tree and a cache
+// entry evicted later; with a new subject per publish that was about a
+// fifth of the embedded server's routing work per message. An answer can
+// only be mistaken for a later round's if it comes after its round ended,
+// which only a round with unanswered publishes allows: such a round
+// retires the prefix (a new subscription under a new inbox), so a late
+// answer finds no subscriber or fails the prefix check in handle.
+//
 // One goroutine (the relay's) calls begin, publish, wait and close; the
 // reply handler runs on the subscription's goroutine, which close ends.
 type publisher struct {
-	nc     *nats.Conn
-	sub    *nats.Subscription // nil until the first round, and after close
-	prefix string             // reply subjects are prefix + round + "." + index
-	msg    nats.Msg           // reused: PublishMsg copies it into the connection's buffer
-	reply  []byte             // reused to build reply subjects
+	nc    *nats.Conn
+	sub   *nats.Subscription // nil until the first round, after close and after a round left answers due
+	msg   nats.Msg           // reused: PublishMsg copies it into the connection's buffer
+	reply []byte             // reused to build reply subjects
 
 	mu      sync.Mutex
+	prefix  string    // reply subjects are prefix + index; set with sub
 	current *pubRound // the round awaiting answers; nil between rounds
-	rounds  uint64
 }
 
 // pubRound is one round's publishes and, once answered, their outcomes.
 type pubRound struct {
-	number  uint64
 	errs    []error // by publish index: nil acknowledged, errPending unanswered
 	sent    int     // publishes that went out (an answer is due for each)
 	settled int     // answers recorded
@@ -60,15 +69,18 @@ type pubRound struct {
 }
 
 func newPublisher(nc *nats.Conn) *publisher {
-	return &publisher{nc: nc, prefix: nc.NewInbox() + ".",
-		msg: nats.Msg{Header: nats.Header{jetstream.MsgIDHeader: make([]string, 1)}}}
+	return &publisher{nc: nc, msg: nats.Msg{Header: nats.Header{jetstream.MsgIDHeader: make([]string, 1)}}}
 }
 
 // begin starts a round of at most n publishes. Answers still due to an
 // earlier round are ignored from now on.
 func (p *publisher) begin(n int) (*pubRound, error) {
 	if p.sub == nil {
-		sub, err := p.nc.Subscribe(p.prefix+"*.*", p.handle)
+		prefix := p.nc.NewInbox() + "."
+		p.mu.Lock()
+		p.prefix = prefix // set before the subscription can deliver
+		p.mu.Unlock()
+		sub, err := p.nc.Subscribe(prefix+"*", p.handle)
 		if err != nil {
 			return nil, err
 		}
@@ -79,8 +91,6 @@ func (p *publisher) begin(n int) (*pubRound, error) {
 		rd.errs[i] = errPending
 	}
 	p.mu.Lock()
-	p.rounds++
-	rd.number = p.rounds
 	p.current = rd
 	p.mu.Unlock()
 	return rd, nil
@@ -91,15 +101,14 @@ func (p *publisher) begin(n int) (*pubRound, error) {
 // it did not go out (too big for the server, bad subject, connection
 // closed), and is also the publish's outcome.
 func (p *publisher) publish(rd *pubRound, i int, subject, msgID string, data []byte) error {
-	p.reply = strconv.AppendUint(append(p.reply[:0], p.prefix...), rd.number, 10)
-	p.reply = strconv.AppendInt(append(p.reply, '.'), int64(i), 10)
-	p.msg.Subject, p.msg.Reply, p.msg.Data = subject, string(p.reply), data
-	p.msg.Header[jetstream.MsgIDHeader][0] = msgID
 	p.mu.Lock()
+	p.reply = strconv.AppendInt(append(p.reply[:0], p.prefix...), int64(i), 10)
 	// Counted before the publish: its answer can come before PublishMsg
 	// returns, and finds sent covering it.
 	rd.sent++
 	p.mu.Unlock()
+	p.msg.Subject, p.msg.Reply, p.msg.Data = subject, string(p.reply), data
+	p.msg.Header[jetstream.MsgIDHeader][0] = msgID
 	err := p.nc.PublishMsg(&p.msg)
 	if err != nil {
 		p.mu.Lock()
@@ -148,8 +157,22 @@ func (p *publisher) wait(ctx context.Context, rd *pubRound, timeout time.Duratio
 				rd.errs[i] = late
 			}
 		}
+		// Answers may still come for this round: its subjects retire, so
+		// the next round's publishes at the same indexes cannot take them.
+		p.retireLocked()
 	}
 	return rd.errs
+}
+
+// retireLocked drops the reply subscription; the next round subscribes
+// under a new prefix. Unsubscribe only sends a protocol line, so it is
+// safe under p.mu (handle, which also takes p.mu, is not waited for).
+func (p *publisher) retireLocked() {
+	if p.sub != nil {
+		_ = p.sub.Unsubscribe()
+		p.sub = nil
+	}
+	p.prefix = ""
 }
 
 // closeIfAnsweredLocked closes rd.done when the round has ended and every
@@ -173,41 +196,27 @@ func (p *publisher) pending() int {
 // close drops the reply subscription (ending its goroutine) and fails
 // nothing: a round always ends in wait, on the caller's goroutine.
 func (p *publisher) close() {
-	if p.sub != nil {
-		_ = p.sub.Unsubscribe()
-		p.sub = nil
-	}
+	p.mu.Lock()
+	p.retireLocked()
+	p.mu.Unlock()
 }
 
 // handle records the answer to one publish of the current round.
 func (p *publisher) handle(m *nats.Msg) {
-	round, index, ok := replyToken(m.Subject[min(len(p.prefix), len(m.Subject)):])
-	if !ok {
-		return
-	}
 	outcome := answer(m)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.prefix == "" || !strings.HasPrefix(m.Subject, p.prefix) {
+		return // to a retired prefix: a round that ended unanswered
+	}
+	index, err := strconv.Atoi(m.Subject[len(p.prefix):])
 	rd := p.current
-	if rd == nil || rd.number != round || index >= len(rd.errs) || rd.errs[index] != errPending {
-		return // an earlier round's, or a second answer
+	if err != nil || rd == nil || index < 0 || index >= len(rd.errs) || rd.errs[index] != errPending {
+		return // not an index, between rounds, or a second answer
 	}
 	rd.errs[index] = outcome
 	rd.settled++
 	p.closeIfAnsweredLocked(rd)
-}
-
-// replyToken parses "round.index" from the end of a reply subject.
-func replyToken(tok string) (round uint64, index int, ok bool) {
-	for k := 0; k < len(tok); k++ {
-		if tok[k] != '.' {
-			continue
-		}
-		r, err1 := strconv.ParseUint(tok[:k], 10, 64)
-		i, err2 := strconv.Atoi(tok[k+1:])
-		return r, i, err1 == nil && err2 == nil && i >= 0
-	}
-	return 0, 0, false
 }
 
 // answer is a publish's outcome from its reply: nil for a PubAck (a

@@ -74,9 +74,9 @@ func TestPublisherRoundOutcomesFromARealStream(t *testing.T) {
 	}
 }
 
-// An answer is recorded only for the round and index it names, once: an
-// earlier round's late answer (a republished row's id may be in both) and
-// a second answer change nothing.
+// An answer is recorded once, for the round awaiting it. A round that ended
+// with answers due retires its reply subjects, so a late answer to it is not
+// taken by the next round's publish at the same index.
 func TestPublisherKeepsAnswersToTheirRound(t *testing.T) {
 	js := testnats.JetStream(t)
 	p := newPublisher(js.Conn())
@@ -85,25 +85,85 @@ func TestPublisherKeepsAnswersToTheirRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first.sent = 1 // as publish would have counted it
+	old := p.prefix
+	if errs := p.wait(context.Background(), first, 10*time.Millisecond); !errors.Is(errs[0], errAckTimeout) {
+		t.Fatalf("first round: got %v, want %v", errs, errAckTimeout)
+	}
 	second, err := p.begin(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second.sent = 2 // as publish would have counted them
-	ack := func(round uint64, i int, data string) {
-		p.handle(&nats.Msg{Subject: p.prefix + strconv.FormatUint(round, 10) + "." + strconv.Itoa(i), Data: []byte(data)})
+	if p.prefix == old {
+		t.Fatalf("reply prefix %q kept after a round that ended unanswered, want a new one", old)
+	}
+	second.sent = 2
+	ack := func(prefix string, i int, data string) {
+		p.handle(&nats.Msg{Subject: prefix + strconv.Itoa(i), Data: []byte(data)})
 	}
 	refusal := `{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"}}`
-	ack(first.number, 0, refusal)
-	ack(second.number, 1, `{"stream":"PUB","seq":7}`)
-	ack(second.number, 1, refusal)
-	ack(second.number, 5, `{"stream":"PUB","seq":8}`)
-	if first.settled != 0 {
-		t.Fatalf("first round settled %d after it was superseded, want 0", first.settled)
-	}
+	ack(p.prefix, 1, `{"stream":"PUB","seq":7}`)
+	ack(p.prefix, 1, refusal)
+	ack(p.prefix, 5, `{"stream":"PUB","seq":8}`)
 	errs := p.wait(context.Background(), second, 50*time.Millisecond)
 	if !errors.Is(errs[0], errAckTimeout) || errs[1] != nil {
 		t.Fatalf("second round: got %v, want [%v <nil>]", errs, errAckTimeout)
+	}
+}
+
+// A late answer on a retired prefix is dropped even when the next round
+// waits at its index.
+func TestPublisherDropsAnswersToARetiredPrefix(t *testing.T) {
+	js := testnats.JetStream(t)
+	p := newPublisher(js.Conn())
+	defer p.close()
+	first, err := p.begin(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := p.prefix
+	first.sent = 1
+	p.wait(context.Background(), first, 10*time.Millisecond)
+	second, err := p.begin(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.sent = 1
+	p.handle(&nats.Msg{Subject: old + "0", Data: []byte(`{"stream":"PUB","seq":7}`)})
+	if second.settled != 0 {
+		t.Fatalf("the next round took a late answer to the retired prefix %q", old)
+	}
+}
+
+// Rounds answered in full keep their reply subjects: the server sees the
+// same few subjects round after round instead of a new one per publish.
+func TestPublisherReusesReplySubjectsAfterAnsweredRounds(t *testing.T) {
+	js, _ := publisherStream(t)
+	p := newPublisher(js.Conn())
+	defer p.close()
+	var prefixes []string
+	for r := range 3 {
+		rd, err := p.begin(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefixes = append(prefixes, p.prefix)
+		for i := range 2 {
+			if err := p.publish(rd, i, "t.a", strconv.Itoa(r*2+i), []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := string(p.reply); got != p.prefix+"1" {
+			t.Fatalf("reply subject of publish 1: %q, want %q", got, p.prefix+"1")
+		}
+		for i, err := range p.wait(context.Background(), rd, 5*time.Second) {
+			if err != nil {
+				t.Fatalf("round %d publish %d: %v", r, i, err)
+			}
+		}
+	}
+	if prefixes[0] == "" || prefixes[1] != prefixes[0] || prefixes[2] != prefixes[0] {
+		t.Fatalf("reply prefixes of three answered rounds: %q, want one", prefixes)
 	}
 }
 
@@ -156,27 +216,6 @@ func TestAnswer(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestReplyToken(t *testing.T) {
-	tests := []struct {
-		tok          string
-		round, index int
-		ok           bool
-	}{
-		{"3.17", 3, 17, true},
-		{"18446744073709551615.0", -1, 0, true},
-		{"3", 0, 0, false},
-		{"x.1", 0, 0, false},
-		{"1.-2", 0, 0, false},
-		{"1.", 0, 0, false},
-	}
-	for _, tt := range tests {
-		r, i, ok := replyToken(tt.tok)
-		if ok != tt.ok || (ok && (i != tt.index || (tt.round >= 0 && r != uint64(tt.round)))) {
-			t.Errorf("replyToken(%q) = %d, %d, %v; want %d, %d, %v", tt.tok, r, i, ok, tt.round, tt.index, tt.ok)
-		}
 	}
 }
 
