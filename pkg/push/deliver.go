@@ -102,7 +102,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 			}
 		}
 	default:
-		d = &delivery{seq: seq, msg: msg, m: Outgoing{Message: env.Message}, waiting: make(map[*session]struct{}), sentAt: now}
+		d = &delivery{seq: seq, msg: msg, m: Outgoing{Message: env.Message}, sentAt: now}
 		if r.fanOutLocked(d, env.Recipients) {
 			r.streamFirst[d.m.ID] = now
 		}
@@ -139,6 +139,11 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 				if fe.acked {
 					continue
 				}
+			}
+			if d.waiting == nil {
+				// Made here, not with d: in pairs the fast path's ack has
+				// usually come first, and nobody waits.
+				d.waiting = make(map[*session]struct{}, 1)
 			}
 			d.waiting[s] = struct{}{}
 			s.pending[d.seq] = d
