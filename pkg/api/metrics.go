@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,8 +11,8 @@ import (
 // Config.Registry (never on a global registry).
 type metrics struct {
 	connections prometheus.Gauge
-	framesIn    *prometheus.CounterVec // by client frame type
-	framesOut   *prometheus.CounterVec // by server frame type
+	framesIn    labelledCounter        // by client frame type
+	framesOut   labelledCounter        // by server frame type
 	wsWrites    prometheus.Counter     // socket writes carrying data frames
 	rejects     *prometheus.CounterVec // by rejected code
 	closes      *prometheus.CounterVec // by close code
@@ -34,12 +35,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_ws_connections", Help: "Open WebSocket connections.",
 		}),
-		framesIn: f.NewCounterVec(prometheus.CounterOpts{
+		framesIn: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_in_total", Help: "Client frames received, by type (invalid and protocol for bad ones).",
-		}, []string{"type"}),
-		framesOut: f.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"type"}), append(frameLabels(wire.FrameSend, wire.FrameAck, wire.FrameRead, wire.FramePing, wire.FrameEdit,
+			wire.FrameDelete, wire.FrameReact, wire.FrameTyping, wire.FrameAuth), "invalid", "protocol", "typing_dropped")...),
+		framesOut: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_out_total", Help: "Server frames written, by type.",
-		}, []string{"type"}),
+		}, []string{"type"}), frameLabels(wire.FrameHello, wire.FrameAccepted, wire.FrameRejected, wire.FrameMsg,
+			wire.FrameReceipt, wire.FramePong, wire.FramePresence, wire.FrameTyping, wire.FrameAuthed)...),
 		wsWrites: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_ws_writes_total",
 			Help: "Socket writes of data frames; the frames queued for a connection go out in one write, so chatd_ws_frames_out_total over this is the frames per write.",

@@ -119,7 +119,7 @@ func (s *session) readFailed(err error) {
 }
 
 func (s *session) violation(reason string) {
-	s.g.metrics.framesIn.WithLabelValues("protocol").Inc()
+	s.g.metrics.framesIn.inc("protocol")
 	s.closeWith(wire.CloseProtocol, reason)
 }
 
@@ -131,11 +131,11 @@ func (s *session) handle(data []byte) {
 		s.violation("frame is not JSON")
 		return
 	case err != nil:
-		s.g.metrics.framesIn.WithLabelValues("invalid").Inc()
+		s.g.metrics.framesIn.inc("invalid")
 		s.reject(f.CID, wire.CodeInvalid, err.Error())
 		return
 	}
-	s.g.metrics.framesIn.WithLabelValues(string(f.Type)).Inc()
+	s.g.metrics.framesIn.inc(string(f.Type))
 	switch f.Type {
 	case wire.FrameSend:
 		s.onSend(f)

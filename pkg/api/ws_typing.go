@@ -48,7 +48,7 @@ func (l *typingLimiter) allow(chat string, now time.Time) bool {
 // cache, so a typing frame costs the database a query only on a miss.
 func (s *session) onTyping(f wire.ClientFrame) {
 	if !s.typing.allow(f.Chat, s.g.cfg.Now()) {
-		s.g.metrics.framesIn.WithLabelValues("typing_dropped").Inc()
+		s.g.metrics.framesIn.inc("typing_dropped")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.g.cfg.StoreTimeout)

@@ -88,7 +88,7 @@ func (s *session) writeSocket(b []byte, frames []outFrame) error {
 	}
 	s.g.metrics.wsWrites.Inc()
 	for _, f := range frames {
-		s.g.metrics.framesOut.WithLabelValues(f.kind).Inc()
+		s.g.metrics.framesOut.inc(f.kind)
 	}
 	return nil
 }

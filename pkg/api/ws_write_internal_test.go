@@ -160,7 +160,7 @@ func TestWriterSendsQueuedFramesInOneWrite(t *testing.T) {
 	if got := counterValue(t, p.s.g.metrics.wsWrites); got != 1 {
 		t.Errorf("chatd_ws_writes_total = %v, want 1", got)
 	}
-	if got := counterValue(t, p.s.g.metrics.framesOut.WithLabelValues("accepted")); got != float64(len(want)) {
+	if got := counterValue(t, p.s.g.metrics.framesOut.vec.WithLabelValues("accepted")); got != float64(len(want)) {
 		t.Errorf(`chatd_ws_frames_out_total{type="accepted"} = %v, want %d`, got, len(want))
 	}
 }

@@ -38,7 +38,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
 				s.fast[m.ID] = fastEntry{at: now}
-				r.metrics.frames.WithLabelValues("fast").Inc()
+				r.metrics.framesFast.Inc()
 				r.metrics.firstFrames.Inc()
 			}
 		}
@@ -97,7 +97,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 		d.msg = msg
 		for s := range d.waiting {
 			if s.conn.Deliver(&d.m) {
-				r.metrics.frames.WithLabelValues("redelivery").Inc()
+				r.metrics.framesRedelivery.Inc()
 				r.metrics.redeliveries.Inc()
 			}
 		}
@@ -148,7 +148,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 			d.waiting[s] = struct{}{}
 			s.pending[d.seq] = d
 			if !fast && s.conn.Deliver(&d.m) {
-				r.metrics.frames.WithLabelValues("stream").Inc()
+				r.metrics.framesStream.Inc()
 				r.metrics.firstFrames.Inc()
 				sent = true
 			}

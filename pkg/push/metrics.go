@@ -7,27 +7,32 @@ import (
 )
 
 type metrics struct {
-	connections  prometheus.Gauge
-	frames       *prometheus.CounterVec
-	redeliveries prometheus.Counter
-	firstFrames  prometheus.Counter
-	acks         prometheus.Counter
-	ackSeconds   prometheus.Histogram
-	withdrawn    *prometheus.CounterVec
-	consumerLost prometheus.Counter
+	connections prometheus.Gauge
+	// frames by path, each child looked up once: one is counted for every
+	// frame handed out, and WithLabelValues hashes and locks each time.
+	framesFast, framesStream, framesRedelivery prometheus.Counter
+	redeliveries                               prometheus.Counter
+	firstFrames                                prometheus.Counter
+	acks                                       prometheus.Counter
+	ackSeconds                                 prometheus.Histogram
+	withdrawn                                  *prometheus.CounterVec
+	consumerLost                               prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	// promauto.With(nil) builds without registering (tests, a component
 	// used alone); a duplicate name on the app registry is a wiring bug and panics.
 	f := promauto.With(reg)
+	frames := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery).",
+	}, []string{"path"})
 	m := &metrics{
+		framesFast:       frames.WithLabelValues("fast"),
+		framesStream:     frames.WithLabelValues("stream"),
+		framesRedelivery: frames.WithLabelValues("redelivery"),
 		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_push_connections", Help: "Sessions registered for live delivery on this node.",
 		}),
-		frames: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery).",
-		}, []string{"path"}),
 		firstFrames: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_first_deliveries_total",
 			Help: "(message, connection) pairs handed a frame for the first time; delivered frames over this is deliveries per accepted per recipient (1.0 = no re-sends).",
