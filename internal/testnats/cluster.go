@@ -29,8 +29,8 @@ type Cluster struct {
 }
 
 // StartCluster starts n servers (3 or more for a JetStream quorum) with
-// their stores under t.TempDir(), returns once JetStream has a meta leader,
-// and shuts them all down when t ends. Ports are picked free up front so
+// their stores under t.TempDir(), returns once JetStream has a meta leader
+// that can place streams on all of them, and shuts them all down when t ends. Ports are picked free up front so
 // every server can list every route and keep its addresses across a
 // Restart (another process could take one in between: a loopback-only
 // race the tests accept).
@@ -131,20 +131,30 @@ func (c *Cluster) start(t testing.TB, i int) {
 	c.mu.Unlock()
 }
 
+// waitMetaLeader returns once a meta leader has current placement
+// information for every running server. A leader alone is not enough: until
+// each peer's first statistics reach it, it refuses an R3 stream with "no
+// suitable peers for placement" (seen in CI).
 func (c *Cluster) waitMetaLeader(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(clusterReadyTimeout)
 	for {
 		c.mu.Lock()
+		running := 0
 		for _, s := range c.servers {
-			if s != nil && s.JetStreamIsLeader() {
+			if s != nil {
+				running++
+			}
+		}
+		for _, s := range c.servers {
+			if s != nil && s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == running {
 				c.mu.Unlock()
 				return
 			}
 		}
 		c.mu.Unlock()
 		if time.Now().After(deadline) {
-			t.Fatalf("testnats: no JetStream meta leader within %v", clusterReadyTimeout)
+			t.Fatalf("testnats: no JetStream meta leader with all %d servers placeable within %v", len(c.servers), clusterReadyTimeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
