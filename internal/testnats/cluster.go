@@ -30,10 +30,10 @@ type Cluster struct {
 
 // StartCluster starts n servers (3 or more for a JetStream quorum) with
 // their stores under t.TempDir(), returns once JetStream has a meta leader
-// that can place streams on all of them, and shuts them all down when t ends. Ports are picked free up front so
-// every server can list every route and keep its addresses across a
-// Restart (another process could take one in between: a loopback-only
-// race the tests accept).
+// that can place streams on all of them, and shuts them all down when t
+// ends. Ports are picked free up front so every server can list every
+// route and keep its addresses across a Restart (another process could
+// take one in between: a loopback-only race the tests accept).
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	ports := freePorts(t, 2*n)

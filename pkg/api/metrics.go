@@ -37,8 +37,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		framesIn: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_in_total", Help: "Client frames received, by type (invalid and protocol for bad ones).",
-		}, []string{"type"}), append(frameLabels(wire.FrameSend, wire.FrameAck, wire.FrameRead, wire.FramePing, wire.FrameEdit,
-			wire.FrameDelete, wire.FrameReact, wire.FrameTyping, wire.FrameAuth), "invalid", "protocol", "typing_dropped")...),
+		}, []string{"type"}), append(wire.ClientFrameTypes(), "invalid", "protocol", "typing_dropped")...),
 		framesOut: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_out_total", Help: "Server frames written, by type.",
 		}, []string{"type"}), frameLabels(wire.FrameHello, wire.FrameAccepted, wire.FrameRejected, wire.FrameMsg,

@@ -73,6 +73,10 @@ func clientField(p *jsonfast.Parser, key []byte, w *clientJSON) bool {
 var frameTypes = [...]string{string(FrameSend), string(FrameAck), string(FrameRead), string(FramePing),
 	string(FrameEdit), string(FrameDelete), string(FrameReact), string(FrameTyping), string(FrameAuth)}
 
+// ClientFrameTypes is every frame type a client may send, as strings: a
+// fresh slice, so the decoder's own table is never written.
+func ClientFrameTypes() []string { return append([]string(nil), frameTypes[:]...) }
+
 // frameType decodes the type field into w.
 func frameType(p *jsonfast.Parser, w *clientJSON) bool {
 	k, s, ok := p.StringIn(frameTypes[:])
