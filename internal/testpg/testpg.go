@@ -117,11 +117,26 @@ func Server() *embedded.Postgres {
 // ends. Safe for parallel tests.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, "")
+}
+
+// NewDatabaseCollated is NewDatabase with the ICU collation icuLocale (for
+// example "en-US") as the database's default, as on many hosted PostgreSQL
+// services: it sorts text unlike Go (and unlike the managed cluster's C
+// collation), "alice" before "Bob".
+func NewDatabaseCollated(t testing.TB, icuLocale string) string {
+	t.Helper()
+	quoted := "'" + strings.ReplaceAll(icuLocale, "'", "''") + "'"
+	return newDatabase(t, " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE "+quoted)
+}
+
+func newDatabase(t testing.TB, options string) string {
+	t.Helper()
 	if harness.pg == nil {
 		t.Fatal("testpg: NewDatabase called without testpg.Main in TestMain")
 	}
 	name := dbName(t.Name(), harness.seq.Add(1))
-	if err := adminExec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+	if err := adminExec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + options); err != nil {
 		t.Fatalf("testpg: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {

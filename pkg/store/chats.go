@@ -106,9 +106,10 @@ func (s *Store) DirectChat(ctx context.Context, a, b string) (chatd.Chat, bool, 
 }
 
 // chatColumns and scanChat read a chat with its members aggregated in
-// user-id order; scanChat scans any columns selected after them into extra.
+// user-id order (by bytes, as Go sorts, whatever the database's collation);
+// scanChat scans any columns selected after them into extra.
 const chatColumns = `c.id, c.kind, c.title, c.last_seq, c.created_at,
-	coalesce((select array_agg(m.user_id order by m.user_id) from members m where m.chat_id = c.id), '{}')`
+	coalesce((select array_agg(m.user_id order by m.user_id collate "C") from members m where m.chat_id = c.id), '{}')`
 
 func scanChat(row pgx.Row, extra ...any) (chatd.Chat, error) {
 	var c chatd.Chat

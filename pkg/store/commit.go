@@ -206,18 +206,24 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	}
 	b := &pgx.Batch{}
 	b.Queue("begin")
-	// Fixed (id) order: concurrent batches cannot deadlock on chat rows.
+	// Fixed order: concurrent batches cannot deadlock on chat rows. The
+	// rows are locked one probe at a time in the order of p.chatIDs (sorted
+	// by bytes in newCommitPlan), the same order in every batch.
 	// FOR NO KEY UPDATE, not FOR UPDATE: it serialises seq allocation just
 	// the same (it conflicts with itself) but not with the key-share locks
 	// that inserts referencing a chat take (read_state, members), so a read
 	// batch, whatever the order of its marks, never deadlocks a commit.
-	b.Queue(`select id, last_seq from chats where id = any($1) order by id for no key update`, textArray(p.chatIDs))
-	// Lookups by index per key, whatever the statistics say (see probeNote).
+	// Probes, not "id = any($1)" (see probeNote).
+	b.Queue(`select c.id, c.last_seq from unnest($1::text[]) as k(id)
+		cross join lateral (select id, last_seq from chats c where c.id = k.id for no key update) c`, textArray(p.chatIDs))
 	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
 		from unnest($1::text[], $2::text[]) as k(sender, cid)
 		cross join lateral (
 			select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
-	b.Queue(`select chat_id, user_id from members where chat_id = any($1) order by chat_id, user_id`, textArray(p.chatIDs))
+	// Unordered: the members are sorted below, by bytes, as assign's
+	// binary search needs whatever the database's collation is.
+	b.Queue(`select m.chat_id, m.user_id from unnest($1::text[]) as k(id)
+		cross join lateral (select chat_id, user_id from members m where m.chat_id = k.id) m`, textArray(p.chatIDs))
 	// A batch of messages alone (most batches) has no targets to read.
 	targets := p.targetIDs()
 	if len(targets) > 0 {
@@ -277,6 +283,9 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	}); err != nil {
 		return err
 	}
+	for _, users := range p.members {
+		slices.Sort(users)
+	}
 	p.targets = make(map[string]*target, len(targets))
 	if len(targets) > 0 {
 		if err := p.loadTargets(br); err != nil {
@@ -290,8 +299,9 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 }
 
 // chatIndex is the index of chat in ids, or -1, looking from index from
-// on first: rows ordered by chat id come in ids' order when PostgreSQL's
-// collation sorts them as Go does, and are found anyway when it does not.
+// on first: the probes return a chat's rows in ids' order, one chat after
+// another (the nested loop over unnest), and a row is found anyway if a
+// plan ever returned them in another order.
 func chatIndex(ids []string, from int, chat []byte) int {
 	for k := range ids {
 		if k := (from + k) % len(ids); ids[k] == string(chat) {
@@ -301,13 +311,17 @@ func chatIndex(ids []string, from int, chat []byte) int {
 	return -1
 }
 
-// probeNote: the hot-path statements look history rows up through a
-// correlated subquery (lateral ... limit 1, or a scalar subquery) instead of a
-// plain join. A plain join lets the planner pick a hash join that scans all of
-// history when its statistics are stale (a young database, or a cached
+// probeNote: the hot-path statements look rows up through a correlated
+// subquery (lateral ..., or a scalar subquery) instead of a plain join or
+// "= any($1)". A plain join lets the planner pick a hash join that scans all
+// of history when its statistics are stale (a young database, or a cached
 // generic plan made while the table was small): measured here, the dedupe
 // and outbox statements then grew linearly with the table, ~1.5 ms per batch
-// after a few thousand rows. The correlated form is an index probe per row.
+// after a few thousand rows. "= any($1)" over a small table (a small site's
+// chats and members) is a sequential scan that compares every row with
+// every element of the array: 0.23 ms per batch for 600 members and 27 chats
+// (pg_stat_statements, BENCHMARKS.md "Issue 12, thirteenth pass"), half of
+// that as probes. The correlated form is an index probe per key.
 
 // readRows reads the next result of a pipelined batch row by row.
 func readRows(br pgx.BatchResults, what string, scan func(pgx.Rows) error) error {

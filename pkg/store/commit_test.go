@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/store"
 )
 
@@ -360,5 +361,38 @@ func TestOutboxIDsFollowBatchOrder(t *testing.T) {
 			t.Fatalf("outbox row %d: id %d message %s seq %d; outcome: id %d message %s seq %d",
 				i, e.ID, e.Message.ID, e.Message.Seq, out[i].OutboxID, out[i].Message.ID, out[i].Message.Seq)
 		}
+	}
+}
+
+// A database whose collation sorts text unlike Go (hosted PostgreSQL is
+// often en-US) must not make a member look like a stranger: the commit
+// checks membership by binary search over the chat's members, which it
+// sorts by bytes itself. "Bob" sorts after "alice" in en-US and before it
+// in bytes.
+func TestCommitBatchFindsMembersWhateverTheCollation(t *testing.T) {
+	s := mustOpenDSN(t, testpg.NewDatabaseCollated(t, "en-US"))
+	ctx := context.Background()
+	members := []string{"alice", "Bob", "a_b", "A-c", "ab", "Zed"}
+	c := mustGroup(t, s, members[0], members[1:]...)
+	var batch []store.Send
+	for i, m := range members {
+		batch = append(batch, sends(c.ID, m, fmt.Sprintf("m%d", i), 1)[0])
+	}
+	out, err := s.CommitBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(members))
+	for i, o := range out {
+		if o.Err != nil {
+			t.Errorf("send from member %s: %v", members[i], o.Err)
+			continue
+		}
+		if !slices.Equal(o.Recipients, want) {
+			t.Errorf("send from %s: recipients %v, want %v (sorted by bytes)", members[i], o.Recipients, want)
+		}
+	}
+	if got, err := s.Chat(ctx, c.ID); err != nil || !slices.Equal(got.Members, want) {
+		t.Errorf("chat members: got %v (err %v), want %v (sorted by bytes)", got.Members, err, want)
 	}
 }
