@@ -86,8 +86,9 @@ func TestDeletingAChatDeletesItsRelayedHistory(t *testing.T) {
 	}
 }
 
-// Migration 008 goes down to the foreign keys and up again, and the rules
-// hold at both ends.
+// Migrations 008 and 009 go down to the foreign keys and up again, and the
+// rules hold at every step: 009 dropped the outbox's history_id index that
+// the unrelayed-history check probed, and checks by a join instead.
 func TestMigrationReferencesDownAndUp(t *testing.T) {
 	s, _ := mustOpen(t)
 	ctx := context.Background()
@@ -97,15 +98,22 @@ func TestMigrationReferencesDownAndUp(t *testing.T) {
 		return count(t, s, `select count(*) from pg_constraint
 			where conname in ('outbox_history_id_fkey', 'history_chat_id_fkey') and contype = 'f'`)
 	}
+	historyIndexes := func() int64 {
+		return count(t, s, `select count(*) from pg_indexes where indexname = 'outbox_history_id_idx'`)
+	}
 	for _, step := range []struct {
 		version int32
 		fks     int64
-	}{{7, 2}, {8, 0}} {
+		index   int64
+	}{{7, 2, 1}, {8, 0, 1}, {9, 0, 0}} {
 		if err := s.MigrateTo(ctx, step.version); err != nil {
 			t.Fatalf("migrate to %d: %v", step.version, err)
 		}
 		if got := foreignKeys(); got != step.fks {
 			t.Fatalf("at %d: %d of the two foreign keys, want %d", step.version, got, step.fks)
+		}
+		if got := historyIndexes(); got != step.index {
+			t.Fatalf("at %d: %d outbox history_id indexes, want %d", step.version, got, step.index)
 		}
 		_, err := s.Pool().Exec(ctx, `delete from history`)
 		wantForeignKeyViolation(t, "delete unrelayed history", err)
