@@ -79,16 +79,26 @@ const notifyChannel = "chatd_outbox"
 //
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
-// same cids is always safe). A unique violation on (sender, cid) from a
-// concurrent batch is retried once, so the retry reports the duplicate (or,
-// for another chat, the conflict).
+// same cids is always safe).
+//
+// The first attempt does not look for stored (sender, cid) pairs: almost
+// every send is new, and the insert checks the pair anyway through its
+// unique index, so the lookup was a second probe of the same index for
+// every message (8% of PostgreSQL's time per message, BENCHMARKS.md "Issue
+// 12, thirteenth pass"). A resend makes that insert fail with a unique
+// violation on (sender, cid); the batch is then committed again with the
+// lookup, which reports the duplicate (or, for another chat, the conflict).
+// So is a batch that refused a send (not a member, no such chat...): a
+// resend's duplicate or conflict is its answer before any refusal. A
+// concurrent batch that stores the same pair between the lookup and the
+// insert, or a deadlock, gets one more attempt with the lookup.
 func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error) {
 	if len(sends) == 0 {
 		return nil, nil
 	}
-	out, err := s.commitOnce(ctx, sends)
-	if err != nil && retryable(err) {
-		out, err = s.commitOnce(ctx, sends)
+	out, err := s.commitOnce(ctx, sends, false)
+	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
+		out, err = s.commitOnce(ctx, sends, true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("commit batch: %w", err)
@@ -96,9 +106,18 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	return out, nil
 }
 
-// retryable reports an error a second attempt resolves: a concurrent batch
-// stored the same (sender, cid) first, or two such batches deadlocked on it.
+// errLookUpDuplicates ends an attempt without the duplicates looked up
+// that refused a send (see commitOnce).
+var errLookUpDuplicates = errors.New("a send was refused: look up duplicates first")
+
+// retryable reports an error another attempt, with the duplicates looked
+// up, resolves: the (sender, cid) was already stored (a resend, or a
+// concurrent batch stored it first), or two such batches deadlocked on it,
+// or a send was refused before its duplicate could be found.
 func retryable(err error) bool {
+	if errors.Is(err, errLookUpDuplicates) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
@@ -117,7 +136,9 @@ func retryable(err error) bool {
 // after the writes, it would run even when this side gave up on the batch
 // (a cancelled context closes the connection, but PostgreSQL executes what
 // it already received), and a failed batch must store nothing (G1).
-func (s *Store) commitOnce(ctx context.Context, sends []Send) ([]Outcome, error) {
+//
+// With findDuplicates the reads also look up which sends are already stored.
+func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -132,10 +153,16 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send) ([]Outcome, error)
 		conn.Release()
 	}()
 	p := newCommitPlan(sends, s.nodeID, s.notify == nil || s.notify())
+	p.findDuplicates = findDuplicates
 	if err := p.load(ctx, conn); err != nil {
 		return nil, err
 	}
 	p.assign()
+	if !p.findDuplicates && p.refusedAny() {
+		// A refused send may be a resend, whose answer is its duplicate
+		// or cid conflict rather than the refusal: only the lookup tells.
+		return nil, errLookUpDuplicates
+	}
 	if len(p.fresh) > 0 {
 		if err := p.write(ctx, conn); err != nil {
 			return nil, err
@@ -166,10 +193,11 @@ type commitPlan struct {
 	nodeID  string   // the committing node, named in the notification
 	notify  bool     // whether the commit sends the notification
 
-	existing map[sendKey]chatd.Message // already stored (step a)
-	lastSeq  map[string]int64          // locked chats and their counters (step b)
-	members  map[string][]string       // sorted members of each locked chat (step c)
-	targets  map[string]*target        // messages the batch's events refer to (step d)
+	findDuplicates bool                      // look up stored (sender, cid) pairs (see CommitBatch)
+	existing       map[sendKey]chatd.Message // already stored (step a); empty unless findDuplicates
+	lastSeq        map[string]int64          // locked chats and their counters (step b)
+	members        map[string][]string       // sorted members of each locked chat (step c)
+	targets        map[string]*target        // messages the batch's events refer to (step d)
 
 	recipientsSize map[string]int // encoded size of each chat's members, for checkEnvelope
 
@@ -195,15 +223,10 @@ func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
 }
 
 // load begins the transaction, locks the batch's chats, finds already stored
-// (sender, cid) pairs and reads the members of the chats, in one round trip.
-// The lock goes first so the dedupe lookup sees whatever a batch that held
-// the lock just committed.
+// (sender, cid) pairs if asked to, and reads the members of the chats, in
+// one round trip. The lock goes first so the dedupe lookup sees whatever a
+// batch that held the lock just committed.
 func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
-	froms := make(textArray, len(p.sends))
-	cids := make(textArray, len(p.sends))
-	for i := range p.sends {
-		froms[i], cids[i] = p.sends[i].From, p.sends[i].CID
-	}
 	b := &pgx.Batch{}
 	b.Queue("begin")
 	// Fixed order: concurrent batches cannot deadlock on chat rows. The
@@ -216,10 +239,17 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	// Probes, not "id = any($1)" (see probeNote).
 	b.Queue(`select c.id, c.last_seq from unnest($1::text[]) as k(id)
 		cross join lateral (select id, last_seq from chats c where c.id = k.id for no key update) c`, textArray(p.chatIDs))
-	b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
-		from unnest($1::text[], $2::text[]) as k(sender, cid)
-		cross join lateral (
-			select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
+	if p.findDuplicates {
+		froms := make(textArray, len(p.sends))
+		cids := make(textArray, len(p.sends))
+		for i := range p.sends {
+			froms[i], cids[i] = p.sends[i].From, p.sends[i].CID
+		}
+		b.Queue(`select h.sender, h.cid, h.msg_id, h.chat_id, h.device, h.body, h.seq, h.created_at, h.kind
+			from unnest($1::text[], $2::text[]) as k(sender, cid)
+			cross join lateral (
+				select * from history h where h.sender = k.sender and h.cid = k.cid limit 1) h`, froms, cids)
+	}
 	// Unordered: the members are sorted below, by bytes, as assign's
 	// binary search needs whatever the database's collation is.
 	b.Queue(`select m.chat_id, m.user_id from unnest($1::text[]) as k(id)
@@ -258,15 +288,17 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	}); err != nil {
 		return err
 	}
-	p.existing = make(map[sendKey]chatd.Message)
-	if err := readRows(br, "find duplicates", func(r pgx.Rows) error {
-		var m chatd.Message
-		err := r.Scan(&m.From, &m.CID, &m.ID, &m.Chat, &m.Device, &m.Body, &m.Seq, &m.TS, &m.Kind)
-		m.TS, m.Kind = m.TS.UTC(), storedKind(m.Kind)
-		p.existing[sendKey{m.From, m.CID}] = m
-		return err
-	}); err != nil {
-		return err
+	if p.findDuplicates {
+		p.existing = make(map[sendKey]chatd.Message)
+		if err := readRows(br, "find duplicates", func(r pgx.Rows) error {
+			var m chatd.Message
+			err := r.Scan(&m.From, &m.CID, &m.ID, &m.Chat, &m.Device, &m.Body, &m.Seq, &m.TS, &m.Kind)
+			m.TS, m.Kind = m.TS.UTC(), storedKind(m.Kind)
+			p.existing[sendKey{m.From, m.CID}] = m
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	p.members = make(map[string][]string, len(p.chatIDs))
 	memberDest := []any{&id, &user}
@@ -339,6 +371,16 @@ func readRows(br pgx.BatchResults, what string, scan func(pgx.Rows) error) error
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// refusedAny reports whether assign refused a send.
+func (p *commitPlan) refusedAny() bool {
+	for i := range p.out {
+		if p.out[i].Err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // assign decides every outcome and allocates seqs, in batch order per chat.
