@@ -106,8 +106,8 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	return out, nil
 }
 
-// errLookUpDuplicates ends an attempt without the duplicates looked up
-// that refused a send (see commitOnce).
+// errLookUpDuplicates ends a first attempt, made without the duplicate
+// lookup, that refused a send (see commitOnce).
 var errLookUpDuplicates = errors.New("a send was refused: look up duplicates first")
 
 // retryable reports an error another attempt, with the duplicates looked
@@ -352,8 +352,9 @@ func chatIndex(ids []string, from int, chat []byte) int {
 // after a few thousand rows. "= any($1)" over a small table (a small site's
 // chats and members) is a sequential scan that compares every row with
 // every element of the array: 0.23 ms per batch for 600 members and 27 chats
-// (pg_stat_statements, BENCHMARKS.md "Issue 12, thirteenth pass"), half of
-// that as probes. The correlated form is an index probe per key.
+// (pg_stat_statements, BENCHMARKS.md "Issue 12, thirteenth pass"); pgbench
+// of the two forms there: about half as long as probes. The correlated form
+// is an index probe per key.
 
 // readRows reads the next result of a pipelined batch row by row.
 func readRows(br pgx.BatchResults, what string, scan func(pgx.Rows) error) error {
