@@ -199,6 +199,8 @@ type commitPlan struct {
 	members        map[string][]string       // sorted members of each locked chat (step c)
 	targets        map[string]*target        // messages the batch's events refer to (step d)
 
+	historyIDs, outboxIDs int8Array // drawn in load, one each per send; the fresh sends take them in order
+
 	recipientsSize map[string]int // encoded size of each chat's members, for checkEnvelope
 
 	fresh []int // indexes of sends to insert, in batch order
@@ -254,6 +256,11 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	// binary search needs whatever the database's collation is.
 	b.Queue(`select m.chat_id, m.user_id from unnest($1::text[]) as k(id)
 		cross join lateral (select chat_id, user_id from members m where m.chat_id = k.id) m`, textArray(p.chatIDs))
+	// Ids for the rows the batch may insert, one pair per send (see
+	// queueInsert). After the lock: a batch that waited for a chat's lock
+	// gets ids above those of the batch it waited for, as when the ids
+	// were drawn by the insert itself.
+	b.Queue(`select nextval('history_id_seq'), nextval('outbox_id_seq') from generate_series(1, $1::int)`, len(p.sends))
 	// A batch of messages alone (most batches) has no targets to read.
 	targets := p.targetIDs()
 	if len(targets) > 0 {
@@ -318,6 +325,22 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	for _, users := range p.members {
 		slices.Sort(users)
 	}
+	p.historyIDs = make(int8Array, 0, len(p.sends))
+	p.outboxIDs = make(int8Array, 0, len(p.sends))
+	var historyID, outboxID int64
+	idDest := []any{&historyID, &outboxID}
+	if err := readRows(br, "draw ids", func(r pgx.Rows) error {
+		err := r.Scan(idDest...)
+		p.historyIDs, p.outboxIDs = append(p.historyIDs, historyID), append(p.outboxIDs, outboxID)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(p.outboxIDs) != len(p.sends) {
+		return fmt.Errorf("draw ids: %d for %d sends", len(p.outboxIDs), len(p.sends))
+	}
+	// Outbox ids in batch order, whatever order the rows came in.
+	slices.Sort(p.outboxIDs)
 	p.targets = make(map[string]*target, len(targets))
 	if len(targets) > 0 {
 		if err := p.loadTargets(br); err != nil {
@@ -451,10 +474,13 @@ func (p *commitPlan) assign() {
 // its history row; the database checks it when the statement ends),
 // then the chats' last_seq is raised and the relays notified in a second,
 // then the events' targets are updated (events.go). Arrays through unnest
-// beat COPY and per-row statements here (issue 3's measurements). The outbox
-// rows take the history ids from the insert's own returning rows: a second
-// statement had to look each one up by msg_id again. Outbox ids follow
-// batch order (order by u.n), so a chat's rows are relayed in seq order.
+// beat COPY and per-row statements here (issue 3's measurements). The
+// rows' ids were drawn from their sequences in load, so the statement needs
+// no join between its two inserts and returns nothing: before, the outbox
+// rows took their history ids from the history insert's returning rows by
+// msg_id, and the outbox ids came back by another join (BENCHMARKS.md "Issue
+// 12, thirteenth pass"). Outbox ids follow batch order (the drawn ids are
+// sorted), so a chat's rows are relayed in seq order.
 func (p *commitPlan) write(ctx context.Context, conn pipeline) error {
 	b := &pgx.Batch{}
 	p.queueInsert(b)
@@ -481,22 +507,16 @@ func (p *commitPlan) write(ctx context.Context, conn pipeline) error {
 func (p *commitPlan) queueInsert(b *pgx.Batch) {
 	c := p.columns()
 	b.Queue(`with h as (
-			insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
-			select u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
-			from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
+			insert into history (id, msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+			select u.id, u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
+			from unnest($15::int8[], $1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
 				$9::text[], $10::text[], $11::text[], $12::text[], $13::bool[])
-				as u(msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
-			returning id, msg_id),
-		o as (
-			insert into outbox (history_id, recipients)
-			select h.id, string_to_array(u.r, ',')
-			from unnest($1::text[], $14::text[]) with ordinality as u(msg_id, r, n)
-			join h on h.msg_id = u.msg_id
-			order by u.n
-			returning id, history_id)
-		select o.id, h.msg_id from o join h on h.id = o.history_id`,
+				as u(id, msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on))
+		insert into outbox (id, history_id, recipients)
+		select u.id, u.history_id, string_to_array(u.r, ',')
+		from unnest($16::int8[], $15::int8[], $14::text[]) as u(id, history_id, r)`,
 		c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
-		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips)
+		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips, c.historyIDs, c.outboxIDs)
 	// A data-modifying WITH runs whether or not the query reads it.
 	b.Queue(`with advanced as (
 			update chats set last_seq = u.seq
@@ -508,24 +528,15 @@ func (p *commitPlan) queueInsert(b *pgx.Batch) {
 // readInsert reads the results of queueInsert's statements and gives every
 // fresh send its outbox id.
 func (p *commitPlan) readInsert(br pgx.BatchResults) error {
-	byMsg := make(map[string]int, len(p.fresh)) // msg id -> index into sends
-	for _, i := range p.fresh {
-		byMsg[p.out[i].Message.ID] = i
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("insert history and outbox: %w", err)
 	}
-	rows := 0
-	var id int64
-	var msgID pgtype.DriverBytes // only looked up: no string made per row
-	dest := []any{&id, &msgID}   // one argument list for every row
-	if err := readRows(br, "insert history and outbox", func(r pgx.Rows) error {
-		err := r.Scan(dest...)
-		p.out[byMsg[string(msgID)]].OutboxID = id
-		rows++
-		return err
-	}); err != nil {
-		return err
+	if tag.RowsAffected() != int64(len(p.fresh)) {
+		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", tag.RowsAffected(), len(p.fresh))
 	}
-	if rows != len(p.fresh) {
-		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", rows, len(p.fresh))
+	for k, i := range p.fresh {
+		p.out[i].OutboxID = p.outboxIDs[k]
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("advance chats and notify: %w", err)
@@ -540,6 +551,7 @@ type insertColumns struct {
 	tss                                                 timestamptzArray
 	upChats                                             textArray // chats and their new last_seq
 	upSeqs                                              int8Array
+	historyIDs, outboxIDs                               int8Array // the fresh rows' drawn ids, in batch order
 	eventColumns
 }
 
@@ -550,6 +562,7 @@ func (p *commitPlan) columns() insertColumns {
 		devices: make(textArray, n), cids: make(textArray, n), bodies: make(textArray, n),
 		recips: make(textArray, n), seqs: make(int8Array, n), tss: make(timestamptzArray, n),
 		upChats: make(textArray, 0, len(p.lastSeq)), upSeqs: make(int8Array, 0, len(p.lastSeq)),
+		historyIDs: p.historyIDs[:n], outboxIDs: p.outboxIDs[:n],
 	}
 	joined := make(map[string]string, len(p.chatIDs))
 	for k, i := range p.fresh {
