@@ -225,9 +225,10 @@ func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
 }
 
 // load begins the transaction, locks the batch's chats, finds already stored
-// (sender, cid) pairs if asked to, and reads the members of the chats, in
-// one round trip. The lock goes first so the dedupe lookup sees whatever a
-// batch that held the lock just committed.
+// (sender, cid) pairs if asked to, reads the members of the chats and draws
+// the ids the batch's rows may take, in one round trip. The lock goes first
+// so the dedupe lookup sees whatever a batch that held the lock just
+// committed.
 func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	b := &pgx.Batch{}
 	b.Queue("begin")
@@ -590,7 +591,8 @@ func (p *commitPlan) columns() insertColumns {
 
 // checkEnvelope refuses a send whose stream envelope would be over its
 // limit. It sizes the envelope the relay will publish, with the largest
-// outbox id (not known before insert) and the seq it would take.
+// outbox id (the send's own is drawn but not yet given out: which fresh
+// index it gets is decided as assign goes) and the seq it would take.
 func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) error {
 	if snd.MaxEnvelopeBytes <= 0 {
 		return nil
