@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/chatd/chatd/internal/rusage"
 )
 
 // cpuCost is the CPU each party spent per accepted message over the load
@@ -32,7 +33,7 @@ type cpuMarks struct {
 // readCPUMarks reads this process's CPU time now, and that of the
 // PostgreSQL processes under root (see postgresCPUSeconds).
 func readCPUMarks(accepted int64, root int) cpuMarks {
-	m := cpuMarks{accepted: accepted, self: selfCPUSeconds()}
+	m := cpuMarks{accepted: accepted, self: rusage.SelfCPUSeconds()}
 	m.postgres, m.postgresOK = postgresCPUSeconds(root)
 	return m
 }
@@ -52,15 +53,6 @@ func perMessage(start, stop cpuMarks, chatdSeconds float64) *cpuCost {
 		c.PostgresNote = "no postgres processes under chatd readable in /proc (PostgreSQL elsewhere, or not started by chatd)"
 	}
 	return c
-}
-
-// selfCPUSeconds is this process's user and system time.
-func selfCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // postgresCPUSeconds sums the user and system time of the processes named
