@@ -28,7 +28,8 @@ const streamHeaderRoom = 4 << 10
 func (n *Node) build(ctx context.Context, secret []byte) error {
 	cfg := n.cfg
 	str, err := stream.Ensure(ctx, n.js, stream.Config{
-		Name: cfg.StreamName, SubjectPrefix: cfg.streamSubjects(), Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge})
+		Name: cfg.StreamName, SubjectPrefix: cfg.streamSubjects(), Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge,
+		Duplicates: cfg.StreamDuplicates})
 	if err != nil {
 		return err
 	}

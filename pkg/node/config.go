@@ -135,9 +135,14 @@ type Config struct {
 	PingInterval  time.Duration
 	IdleTimeout   time.Duration
 
-	StreamReplicas   int
-	StreamMaxBytes   int64
-	StreamMaxAge     time.Duration
+	StreamReplicas int
+	StreamMaxBytes int64
+	StreamMaxAge   time.Duration
+	// StreamDuplicates is the stream's Nats-Msg-Id window, which drops a
+	// relay's republish of a row it had already stored. Zero means
+	// stream.DefaultDuplicates (30 s); the server holds every id stored
+	// within it in memory.
+	StreamDuplicates time.Duration
 	GCInterval       time.Duration
 	HistoryRetention time.Duration
 
@@ -148,6 +153,9 @@ type Config struct {
 
 	Logger *slog.Logger
 }
+
+// DefaultStreamDuplicates is Config.StreamDuplicates's default, for flags.
+const DefaultStreamDuplicates = stream.DefaultDuplicates
 
 func (c *Config) setDefaults() error {
 	if c.Listen == "" {
@@ -167,6 +175,15 @@ func (c *Config) setDefaults() error {
 	// buffer still holds.
 	if c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
+	}
+	if c.StreamDuplicates <= 0 {
+		c.StreamDuplicates = DefaultStreamDuplicates
+	}
+	// Under a second the window would not even cover one publish's ack
+	// timeout, so a relay's retry of a stored row would be stored again;
+	// JetStream itself refuses a window longer than the stream's max age.
+	if c.StreamDuplicates < time.Second || c.StreamDuplicates > c.StreamMaxAge {
+		return fmt.Errorf("node: the stream's duplicate window %v must be between 1s and the stream's max age %v", c.StreamDuplicates, c.StreamMaxAge)
 	}
 	if err := c.NATS.check(c.NATSURL != ""); err != nil {
 		return err

@@ -29,6 +29,31 @@ func TestHistoryMustOutliveTheStream(t *testing.T) {
 	}
 }
 
+// The duplicate window must cover a publish's retry (at least a second) and
+// fit in the stream's max age, which JetStream would otherwise refuse only
+// when the stream is made, with a less helpful error.
+func TestStreamDuplicateWindowBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr bool
+	}{
+		{"default", Config{DataDir: "d"}, false},
+		{"30s", Config{DataDir: "d", StreamDuplicates: 30 * time.Second}, false},
+		{"under a second", Config{DataDir: "d", StreamDuplicates: 500 * time.Millisecond}, true},
+		{"longer than the max age", Config{DataDir: "d", StreamDuplicates: 3 * time.Hour, StreamMaxAge: 2 * time.Hour}, true},
+		{"equal to the max age", Config{DataDir: "d", StreamDuplicates: 2 * time.Hour, StreamMaxAge: 2 * time.Hour}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.setDefaults()
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
 // A presence refresh of half the TTL or more would let one late refresh
 // make a live user look offline to the cluster: refused at start.
 func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
