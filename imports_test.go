@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"pkg/client":   {"", "pkg/wire", "internal/idle"},
 	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "web"},
 	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
-	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node"},
+	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
 
 	// Signals across the cluster; the API uses it through its own interfaces.
 	"pkg/signal": {"", "internal/logsample"},
@@ -41,6 +41,8 @@ var allowedImports = map[string][]string{
 	"internal/jsonfast": {},
 	// The lazy read-deadline rule both ends of a WebSocket keep; imports nothing of ours.
 	"internal/idle": {},
+	// This process's CPU time, for chatload's per-message figures; imports nothing of ours.
+	"internal/rusage": {},
 
 	// The browser files (demo app, JavaScript SDK) embedded for pkg/api to serve.
 	"web": {},

@@ -9,17 +9,24 @@ import (
 // a configuration that breaks it is refused at start instead of losing messages
 // later.
 func TestHistoryMustOutliveTheStream(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     Config
-		wantErr bool
-	}{
+	checkDefaults(t, []defaultsCase{
 		{"defaults", Config{DataDir: "d"}, false},
 		{"history shorter than the stream", Config{DataDir: "d", HistoryRetention: time.Hour}, true},
 		{"history equal to the stream", Config{DataDir: "d", HistoryRetention: 2 * time.Hour, StreamMaxAge: 2 * time.Hour}, true},
 		{"history longer", Config{DataDir: "d", HistoryRetention: 3 * time.Hour, StreamMaxAge: 2 * time.Hour}, false},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// defaultsCase is a configuration and whether setDefaults refuses it.
+type defaultsCase struct {
+	name    string
+	cfg     Config
+	wantErr bool
+}
+
+func checkDefaults(t *testing.T, cases []defaultsCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.setDefaults()
 			if (err != nil) != tt.wantErr {
@@ -33,25 +40,13 @@ func TestHistoryMustOutliveTheStream(t *testing.T) {
 // fit in the stream's max age, which JetStream would otherwise refuse only
 // when the stream is made, with a less helpful error.
 func TestStreamDuplicateWindowBounds(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     Config
-		wantErr bool
-	}{
+	checkDefaults(t, []defaultsCase{
 		{"default", Config{DataDir: "d"}, false},
 		{"30s", Config{DataDir: "d", StreamDuplicates: 30 * time.Second}, false},
 		{"under a second", Config{DataDir: "d", StreamDuplicates: 500 * time.Millisecond}, true},
 		{"longer than the max age", Config{DataDir: "d", StreamDuplicates: 3 * time.Hour, StreamMaxAge: 2 * time.Hour}, true},
 		{"equal to the max age", Config{DataDir: "d", StreamDuplicates: 2 * time.Hour, StreamMaxAge: 2 * time.Hour}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.setDefaults()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("got %v, want error %v", err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // A presence refresh of half the TTL or more would let one late refresh

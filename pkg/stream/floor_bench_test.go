@@ -94,22 +94,9 @@ func benchBrokerFloor(b *testing.B, js jetstream.JetStream, round int, consume b
 		strings.Repeat("x", 64) + `","seq":1,"ts":"2026-12-03T00:00:00Z"},"recipients":["u2"]}`)
 	id := 0
 	cpu0 := rusage.SelfCPUSeconds()
+	chat := func(id int) string { return SubjectPrefix + "chat-" + strconv.Itoa(id%300) }
 	for b.Loop() {
-		rd, err := p.begin(round)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range round {
-			id++
-			if err := p.publish(rd, i, SubjectPrefix+"chat-"+strconv.Itoa(id%300), strconv.Itoa(id), data); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for _, err := range p.wait(ctx, rd, 5*time.Second) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+		publishRound(b, p, round, &id, chat, data)
 	}
 	if consume {
 		deadline := time.Now().Add(30 * time.Second)
