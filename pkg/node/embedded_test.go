@@ -52,10 +52,11 @@ func mustReady(t *testing.T, n *testnode.Node) {
 
 // TestEmbeddedNATSListenerNeedsTheDataDirNkey: --nats-listen exposes the
 // embedded NATS only to holders of the nkey in the data dir; chatd itself
-// (its in-process connection) keeps working with it.
+// (its in-process connection) keeps working with it. The stream chatd made
+// has the duplicate window it was configured with (--stream-duplicates).
 func TestEmbeddedNATSListenerNeedsTheDataDirNkey(t *testing.T) {
 	dataDir := filepath.Join(mustTempDir(t, 0o755), "data")
-	n := testnode.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0"})
+	n := testnode.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0", StreamDuplicates: 45 * time.Second})
 	mustReady(t, n)
 	url := n.NATS().ClientURL()
 
@@ -78,8 +79,12 @@ func TestEmbeddedNATSListenerNeedsTheDataDirNkey(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := js.Stream(ctx, stream.DefaultName); err != nil {
+	s, err := js.Stream(ctx, stream.DefaultName)
+	if err != nil {
 		t.Fatalf("stream %s, made by chatd over its own connection: %v", stream.DefaultName, err)
+	}
+	if got := s.CachedInfo().Config.Duplicates; got != 45*time.Second {
+		t.Fatalf("stream's duplicate window %v, want the configured 45s", got)
 	}
 }
 
