@@ -36,15 +36,18 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	n.Push, err = push.New(push.Config{
 		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
 		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
-		CheckInterval: cfg.ConsumerCheck, Logger: n.log, Registerer: n.reg,
+		CheckInterval: cfg.ConsumerCheck, Settle: cfg.SettleWait > 0, Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err
 	}
-	n.Relay, err = stream.NewRelay(stream.RelayConfig{
+	rc := stream.RelayConfig{
 		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, NodeID: n.nodeID,
-		Logger: n.log, Registerer: n.reg})
-	if err != nil {
+		Logger: n.log, Registerer: n.reg}
+	if cfg.SettleWait > 0 {
+		rc.Settler, rc.SettleWait = n.Push, cfg.SettleWait
+	}
+	if n.Relay, err = stream.NewRelay(rc); err != nil {
 		return err
 	}
 	// An envelope over the max payload would stop the relay for every chat:

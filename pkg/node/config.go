@@ -150,12 +150,22 @@ type Config struct {
 	// before it gives the relay lock up for another node. Zero means
 	// stream.DefaultStepDownAfter (5 s).
 	RelayStepDownAfter time.Duration
+	// SettleWait, with the embedded NATS only, is how long the relay keeps a
+	// just-committed message out of the stream while this node's recipient
+	// connections ack it; a message they all acked (or left) is deleted from
+	// the outbox without a publish (stream.Settler). Zero means
+	// stream.DefaultSettleWait; negative turns it off. Always off with
+	// NATSURL: other nodes' connections need every message in the stream.
+	SettleWait time.Duration
 
 	Logger *slog.Logger
 }
 
 // DefaultStreamDuplicates is Config.StreamDuplicates's default, for flags.
 const DefaultStreamDuplicates = stream.DefaultDuplicates
+
+// DefaultSettleWait is Config.SettleWait's default, for flags.
+const DefaultSettleWait = stream.DefaultSettleWait
 
 func (c *Config) setDefaults() error {
 	if c.Listen == "" {
@@ -196,6 +206,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RelayStepDownAfter <= 0 {
 		c.RelayStepDownAfter = stream.DefaultStepDownAfter
+	}
+	if c.SettleWait == 0 {
+		c.SettleWait = stream.DefaultSettleWait
+	}
+	if c.NATSURL != "" {
+		c.SettleWait = -1
 	}
 	if c.PresenceTTL > 0 || c.PresenceRefresh > 0 {
 		ttl, refresh := cmp.Or(c.PresenceTTL, signal.DefaultPresenceTTL), cmp.Or(c.PresenceRefresh, signal.DefaultPresenceRefresh)

@@ -51,6 +51,11 @@ type Config struct {
 	// stream message has not arrived yet; past it the stream delivery sends
 	// the frame again. Zero means 2 minutes.
 	FastMemory time.Duration
+	// Settle keeps the fast path's account of each message for a relay that
+	// asks Settled before it publishes (settle.go). Only for a single node:
+	// the relay then keeps settled messages out of the stream, which other
+	// nodes' connections would need. False: no account is kept.
+	Settle bool
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
 	// means 1 s.

@@ -22,12 +22,17 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 		return // overtaken, and already acked by everyone
 	}
 	var out *Outgoing // made for the first connection that gets a frame
+	var got []*session
+	missed := false
 	for _, user := range recipients {
 		for _, s := range r.byUser[user] {
 			if user == m.From && s.conn.Device() == m.Device {
 				continue
 			}
-			if _, seen := s.fast[m.ID]; seen {
+			if fe, seen := s.fast[m.ID]; seen {
+				if !fe.acked && r.cfg.Settle {
+					got = append(got, s)
+				}
 				continue
 			}
 			if out == nil {
@@ -38,11 +43,17 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
 				s.fast[m.ID] = fastEntry{at: now}
+				if r.cfg.Settle {
+					got = append(got, s)
+				}
 				r.metrics.framesFast.Inc()
 				r.metrics.firstFrames.Inc()
+			} else {
+				missed = true
 			}
 		}
 	}
+	r.noteFastLocked(m.ID, got, missed, now)
 }
 
 // handle takes one message from the node's consumer.
@@ -186,6 +197,7 @@ func (r *Registry) Ack(c Conn, ids []string) {
 		if fe, ok := s.fast[id]; ok && !fe.acked {
 			fe.acked = true
 			s.fast[id] = fe
+			r.settleOneLocked(id)
 		}
 	}
 	r.mu.Unlock()

@@ -22,3 +22,15 @@ func NewPendingSetForTest(n int) PendingSetForTest {
 
 // Pin is pendingSet.pin.
 func (p PendingSetForTest) Pin() (uint64, bool) { return p.set.pin() }
+
+// Tracked is how many messages the fast path's account (settle.go) and the
+// connections' fast entries still hold, for tests that prove Forget leaves
+// nothing behind.
+func (r *Registry) Tracked() (local, fast int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		fast += len(s.fast)
+	}
+	return len(r.local), fast
+}

@@ -5,8 +5,8 @@ import "time"
 // Reap runs the attempts reaper once: every recipient still waiting on a
 // message whose last attempt's lease has expired is abandoned (withdrawn and
 // closed; it resyncs from history). A connection younger than Grace is
-// spared until its grace ends. It also forgets fast-path entries older than
-// FastMemory. Run calls it on a ticker; tests call it after moving the clock.
+// spared until its grace ends. It also forgets fast-path entries, and the
+// fast path's account of messages (settle.go), older than FastMemory. Run calls it on a ticker; tests call it after moving the clock.
 func (r *Registry) Reap() {
 	now := r.cfg.Now()
 	var victims []Conn
@@ -29,6 +29,11 @@ func (r *Registry) Reap() {
 	for id, at := range r.streamFirst {
 		if at.Before(cutoff) {
 			delete(r.streamFirst, id)
+		}
+	}
+	for id, le := range r.local {
+		if le.at.Before(cutoff) {
+			delete(r.local, id) // a relay that stopped leading never asks
 		}
 	}
 	for _, s := range r.sessions {

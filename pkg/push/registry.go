@@ -62,6 +62,9 @@ type Registry struct {
 	// skips them even if every recipient has acked already and the delivery
 	// is gone. Rare, so small; pruned by Reap after FastMemory.
 	streamFirst map[string]time.Time
+	// local is the fast path's account of each message while the relay has
+	// not finished with it (settle.go); empty unless Config.Settle.
+	local map[string]*localEntry
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
@@ -90,6 +93,7 @@ func New(cfg Config) (*Registry, error) {
 		finals:     make(map[*delivery]struct{}),
 
 		streamFirst: make(map[string]time.Time),
+		local:       make(map[string]*localEntry),
 	}
 	if cfg.JS == nil {
 		r.health = healthLive // fast path only: no consumer to wait for
@@ -204,6 +208,11 @@ func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 		}
 	}
 	s.pending = nil
+	for id, fe := range s.fast {
+		if !fe.acked {
+			r.settleOneLocked(id)
+		}
+	}
 	s.fast = nil
 	r.metrics.connections.Dec()
 	return acks

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/chatd/chatd/pkg/store"
 )
@@ -38,6 +39,7 @@ type held struct {
 type heldEntry struct {
 	msg     store.Accepted
 	offered uint64
+	at      time.Time // when it was offered, for the settle wait (settle.go)
 }
 
 func newHeld(max int) *held {
@@ -58,7 +60,7 @@ func (h *held) lead(on bool) {
 // offer keeps the committed entries of batch (duplicates carry no outbox
 // row and are skipped) and returns how many it kept and how many it
 // dropped because the bound was reached.
-func (h *held) offer(batch []store.Accepted) (kept, dropped int) {
+func (h *held) offer(batch []store.Accepted, now time.Time) (kept, dropped int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.on {
@@ -73,7 +75,7 @@ func (h *held) offer(batch []store.Accepted) (kept, dropped int) {
 			dropped++
 			continue
 		}
-		h.entries[a.OutboxID] = heldEntry{msg: *a, offered: h.round}
+		h.entries[a.OutboxID] = heldEntry{msg: *a, offered: h.round, at: now}
 		kept++
 	}
 	return kept, dropped
@@ -126,6 +128,15 @@ func (h *held) take(refs []store.OutboxRef, mark uint64, complete bool, out []st
 		}
 	}
 	return missing
+}
+
+// offeredAt is when the entry with outbox id was offered; false when it is
+// not held.
+func (h *held) offeredAt(id int64) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.entries[id]
+	return e.at, ok
 }
 
 // drop forgets ids (deleted or set aside).

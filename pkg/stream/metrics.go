@@ -8,6 +8,7 @@ import (
 
 type relayMetrics struct {
 	relayed  prometheus.Counter
+	settled  prometheus.Counter
 	errors   prometheus.Counter
 	setAside prometheus.Counter
 	// rows counts the rows rounds took, by where their message came from.
@@ -24,6 +25,9 @@ func newRelayMetrics(reg prometheus.Registerer, h *held) *relayMetrics {
 	m := &relayMetrics{
 		relayed: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_relay_published_total", Help: "Outbox rows published to the delivery stream and deleted from PostgreSQL.",
+		}),
+		settled: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_relay_settled_total", Help: "Outbox rows deleted without a publish: every local recipient connection had acked the message or left (single node only).",
 		}),
 		errors: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_relay_errors_total", Help: "Relay rounds that failed (NATS or PostgreSQL unavailable); rows are retried.",

@@ -86,7 +86,15 @@ type RelayConfig struct {
 	// woken for with Wake (store.Config.NodeID of the same node): their
 	// notifications are ignored. Empty: every notification wakes the relay.
 	NodeID string
-	// Now is the clock for lag metrics and the step-down timer. Nil means time.Now.
+	// Settler, on a single node only, keeps messages its connections have
+	// all acked out of the stream (settle.go): the relay deletes their rows
+	// without publishing them. Never with other nodes: their connections
+	// need every message in the stream. Nil: every row is published.
+	Settler Settler
+	// SettleWait is how long after its commit an unsettled message may wait
+	// for its acks before it is published. Zero means DefaultSettleWait.
+	SettleWait time.Duration
+	// Now is the clock for lag metrics, the settle wait and the step-down timer. Nil means time.Now.
 	Now        func() time.Time
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -113,6 +121,9 @@ func (c *RelayConfig) setDefaults() error {
 	}
 	if c.StepDownAfter <= 0 {
 		c.StepDownAfter = DefaultStepDownAfter
+	}
+	if c.SettleWait <= 0 {
+		c.SettleWait = DefaultSettleWait
 	}
 	if c.Hold == 0 {
 		c.Hold = DefaultHold
@@ -143,6 +154,9 @@ type Relay struct {
 	held    *held // this node's commits, handed over while it leads
 	metrics *relayMetrics
 	active  atomic.Bool
+	// cut is set when the last round stopped at a message still waiting
+	// for its acks (settle.go). Only the leading goroutine touches it.
+	cut bool
 }
 
 // NewRelay returns a Relay; call Run.
@@ -202,7 +216,7 @@ func (r *Relay) notified(node string) {
 // recipients, and the edit or deletion is an event of its own, later in the
 // same chat's order, that every recipient applies after it.
 func (r *Relay) Offer(batch []store.Accepted) {
-	_, dropped := r.held.offer(batch)
+	_, dropped := r.held.offer(batch, r.cfg.Now())
 	if dropped > 0 {
 		r.metrics.holdDropped.Add(float64(dropped))
 	}

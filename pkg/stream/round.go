@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/chatd/chatd"
@@ -33,16 +34,25 @@ func (r *Relay) round(ctx context.Context) (read, done int, err error) {
 		// another node has relayed them.
 		return 0, 0, fmt.Errorf("%w: %w", errPublish, errNotConnected)
 	}
+	r.cut = false
 	entries, err := r.read(ctx)
 	if err != nil || len(entries) == 0 {
 		return 0, 0, err
 	}
-	results, err := r.publishAll(ctx, entries)
+	read = len(entries)
+	var skip []bool
+	if r.cfg.Settler != nil {
+		entries, skip, r.cut = r.settle(entries)
+		if len(entries) == 0 {
+			return read, 0, nil
+		}
+	}
+	results, err := r.publishAll(ctx, entries, skip)
 	if err != nil {
 		return 0, 0, err
 	}
-	done, err = r.finish(ctx, entries, results)
-	return len(entries), done, err
+	done, err = r.finish(ctx, entries, results, skip)
+	return read, done, err
 }
 
 // read returns the oldest outbox rows, in id order. With nothing held it
@@ -106,17 +116,32 @@ func merge(entries []store.OutboxEntry, missing []int, rows []store.OutboxEntry)
 // round that failed leaves nothing outstanding behind it. It stops at the
 // first transient failure (stalled, link lost): the rest would fail the
 // same way, and their outcome stays errPending.
-func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry) ([]error, error) {
+//
+// An entry whose skip flag is set (settle.go) is not published; its outcome
+// is nil, done, as if it had been.
+func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, skip []bool) ([]error, error) {
+	if !slices.Contains(skip, false) && len(skip) == len(entries) {
+		return make([]error, len(entries)), nil
+	}
 	rd, err := r.pub.begin(len(entries))
 	if err != nil {
 		return nil, fmt.Errorf("%w: reply subscription: %w", errPublish, err)
 	}
 	for i := range entries {
+		if skip != nil && skip[i] {
+			continue
+		}
 		if err := r.publish(rd, i, &entries[i]); err != nil && !permanent(err) {
 			break
 		}
 	}
-	return r.pub.wait(ctx, rd, r.cfg.PublishTimeout), nil
+	results := r.pub.wait(ctx, rd, r.cfg.PublishTimeout)
+	for i := range skip {
+		if skip[i] {
+			results[i] = nil
+		}
+	}
+	return results, nil
 }
 
 // publish sends one entry as publish i of the round. No client-side
@@ -136,16 +161,20 @@ func (r *Relay) publish(rd *pubRound, i int, e *store.OutboxEntry) error {
 // deleted and rows that can never be published are set aside, up to the
 // first transient failure: only that prefix is done (it returns its
 // length), the rest is retried.
-func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []error) (int, error) {
+func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []error, skip []bool) (int, error) {
 	ids := make([]int64, 0, len(results))
 	now := r.cfg.Now()
-	done := 0
+	done, skipped := 0, 0
 	var failed error
 	for i, err := range results {
 		e := &entries[i]
 		if err == nil {
 			ids = append(ids, e.ID)
-			r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
+			if skip != nil && skip[i] {
+				skipped++
+			} else {
+				r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
+			}
 			done++
 			continue
 		}
@@ -166,9 +195,24 @@ func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results
 			return 0, fmt.Errorf("delete relayed rows: %w", err)
 		}
 		r.held.drop(ids)
-		r.metrics.relayed.Add(float64(len(ids)))
+		r.metrics.relayed.Add(float64(len(ids) - skipped))
+		r.metrics.settled.Add(float64(skipped))
 	}
+	r.forget(entries[:done])
 	return done, failed
+}
+
+// forget tells the Settler that the relay is done with entries (deleted,
+// published or not, or set aside).
+func (r *Relay) forget(entries []store.OutboxEntry) {
+	if r.cfg.Settler == nil || len(entries) == 0 {
+		return
+	}
+	ids := make([]string, len(entries))
+	for i := range entries {
+		ids[i] = entries[i].Message.ID
+	}
+	r.cfg.Settler.Forget(ids)
 }
 
 // transient wraps a publish error that is retried. When the stream itself

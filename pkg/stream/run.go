@@ -102,7 +102,12 @@ func (r *Relay) lead(ctx context.Context, lock *store.RelayLock, reconnected <-c
 				failing, failingSince = false, time.Time{}
 			}
 			backoff = backoffMin
-			if n < r.cfg.Batch {
+			switch {
+			case r.cut:
+				// Commits would only add younger rows behind the one
+				// that waits for its acks.
+				pause(ctx, r.settleTick(), reconnected)
+			case n < r.cfg.Batch:
 				r.idle(ctx, reconnected)
 			}
 			continue

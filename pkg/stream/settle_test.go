@@ -1,0 +1,160 @@
+package stream_test
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
+)
+
+// acks stands in for push's account of local deliveries (push.Registry in
+// chatd): which messages every local recipient has acked, and what the
+// relay said it is done with.
+type acks struct {
+	mu        sync.Mutex
+	settled   map[string]bool
+	forgotten []string
+}
+
+func newAcks() *acks { return &acks{settled: make(map[string]bool)} }
+
+func (a *acks) Settled(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.settled[id]
+}
+
+func (a *acks) Forget(ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forgotten = append(a.forgotten, ids...)
+}
+
+func (a *acks) settle(batch ...store.Accepted) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range batch {
+		a.settled[b.Message.ID] = true
+	}
+}
+
+func (a *acks) forgottenIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(slices.Values(a.forgotten))
+}
+
+func messageIDs(batch []store.Accepted) []string {
+	ids := make([]string, len(batch))
+	for i, b := range batch {
+		ids[i] = b.Message.ID
+	}
+	return slices.Sorted(slices.Values(ids))
+}
+
+// Settled messages never reach the stream; the others are published in
+// order once their wait is over; every row leaves the outbox, and the relay
+// tells the Settler it is done with each message exactly once.
+func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	a := newAcks()
+	r, _, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: 300 * time.Millisecond})
+
+	batch := commitBatch(t, s, chat, 0, 10)
+	var unsettled []store.Accepted
+	for i, b := range batch {
+		if i%2 == 0 {
+			a.settle(b)
+		} else {
+			unsettled = append(unsettled, b)
+		}
+	}
+	start := time.Now()
+	r.Offer(batch)
+	r.Wake()
+	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("unsettled messages published after %v, before their 300ms wait", took)
+	}
+	wantStream(t, js, outboxIDs(unsettled))
+	if got := metric(t, reg, "chatd_relay_settled_total"); got != 5 {
+		t.Fatalf("chatd_relay_settled_total %v, want 5", got)
+	}
+	if got := metric(t, reg, "chatd_relay_published_total"); got != 5 {
+		t.Fatalf("chatd_relay_published_total %v, want 5", got)
+	}
+	if got, want := a.forgottenIDs(), messageIDs(batch); !slices.Equal(got, want) {
+		t.Fatalf("forgotten %v, want every message once: %v", got, want)
+	}
+}
+
+// A message whose recipients ack within the wait is not published even
+// though the relay saw it unsettled first; the rows behind a waiting one
+// wait too, so the stream stays in outbox order.
+func TestRelayWaitsForAcksBeforePublishing(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	a := newAcks()
+	r, _, _ := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: 2 * time.Second})
+
+	batch := commitBatch(t, s, chat, 0, 3)
+	r.Offer(batch)
+	r.Wake()
+	time.Sleep(400 * time.Millisecond) // rounds ran and found nothing settled
+	if got := outboxDepth(t, s); got != 3 {
+		t.Fatalf("outbox depth %d during the wait, want 3", got)
+	}
+	wantStream(t, js, nil)
+	a.settle(batch[0], batch[2])
+	waitFor(t, "the settled first row to go", 2*time.Second, func() bool { return outboxDepth(t, s) == 2 })
+	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, outboxIDs(batch[1:2]))
+}
+
+// Rows the relay was not handed (another node's, or over the hold) have no
+// wait: unless settled they are published at once, as without a Settler.
+func TestRelayPublishesRowsItWasNotHandedWithoutWaiting(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	a := newAcks()
+	r, _, _ := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Hour})
+
+	batch := commitBatch(t, s, chat, 0, 4)
+	a.settle(batch[3])
+	r.Wake()
+	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, outboxIDs(batch[:3]))
+}
+
+// A delete that fails after the decision (the relay killed between the two)
+// leaves the settled rows in the outbox; the next round keeps them out of
+// the stream again, and the Settler hears of each once, after its delete.
+func TestRelaySkipsSettledRowsAgainAfterAFailedDelete(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	a := newAcks()
+	r, o, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Hour})
+
+	o.failDelete.Store(1)
+	batch := commitBatch(t, s, chat, 0, 6)
+	a.settle(batch...)
+	r.Offer(batch)
+	r.Wake()
+	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, nil)
+	if got := metric(t, reg, "chatd_relay_settled_total"); got != 6 {
+		t.Fatalf("chatd_relay_settled_total %v, want 6", got)
+	}
+	if got, want := a.forgottenIDs(), messageIDs(batch); !slices.Equal(got, want) {
+		t.Fatalf("forgotten %v, want every message once: %v", got, want)
+	}
+}
