@@ -75,6 +75,13 @@ func TestAbandonedClientRecoversEverythingFromHistory(t *testing.T) {
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
 	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1",
 		node.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2}))
+	abandonAndRecover(t, rn)
+}
+
+// abandonAndRecover runs the abandon above on rn: alice sends, bob reads
+// and never acks until closed with 4000, then comes back and recovers.
+func abandonAndRecover(t *testing.T, rn *runningNode) {
+	t.Helper()
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 

@@ -1,0 +1,73 @@
+package e2e_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/client"
+	"github.com/chatd/chatd/pkg/node"
+)
+
+// singleNode runs a node on the embedded NATS (so its relay keeps settled
+// messages out of the stream, node.Config.SettleWait) and the external
+// test database dsn.
+func singleNode(t *testing.T, dsn string, base node.Config) *runningNode {
+	t.Helper()
+	base.Listen = "127.0.0.1:0"
+	base.DatabaseURL = dsn
+	base.DataDir = t.TempDir()
+	base.JWTSecret = testSecret
+	base.NodeID = "solo"
+	base.Logger = testLogger().With("node", "solo")
+	return mustRunNode(t, base)
+}
+
+// On one node, messages every recipient connection acked within the settle
+// wait never enter the stream; the rest are published. Either way every
+// message reaches both clients, and the outbox empties.
+func TestSingleNodeKeepsAckedMessagesOutOfTheStream(t *testing.T) {
+	rn := singleNode(t, testpg.NewDatabase(t), node.Config{})
+	alice := mustPeer(t, rn.URL(), "alice", "", nil)
+	chat := alice.mustDirect(t, "bob")
+	alice.c.Track(chat)
+	bob := mustPeer(t, rn.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
+	bob.waitConnected(t, 1)
+
+	var fromAlice, fromBob []client.Accepted
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fromAlice = alice.sendN(t, chat, "a", 40, 0) }()
+	go func() { defer wg.Done(); fromBob = bob.sendN(t, chat, "b", 40, 0) }()
+	wg.Wait()
+	all := idsAfter(0, fromAlice, fromBob)
+	alice.reconcile(t, chat, 1, all, 10*time.Second)
+	bob.reconcile(t, chat, 1, all, 10*time.Second)
+	eventually(t, 10*time.Second, "the PostgreSQL outbox empties", func() bool { return rn.outboxDepth(t) == 0 })
+
+	settled := rn.metric(t, "chatd_relay_settled_total")
+	published := rn.metric(t, "chatd_relay_published_total")
+	t.Logf("%v of %d messages settled on the node, %v published", settled, len(all), published)
+	if settled == 0 {
+		t.Fatalf("no message was kept out of the stream (published %v of %d): the relay does not ask push", published, len(all))
+	}
+	if settled+published != float64(len(all)) {
+		t.Fatalf("settled %v + published %v, want every one of the %d messages exactly once", settled, published, len(all))
+	}
+	if _, last := rn.streamState(t); last != uint64(published) {
+		t.Fatalf("stream last seq %d, want the %v published messages", last, published)
+	}
+}
+
+// A recipient that reads but never acks keeps its messages unsettled: they
+// are published after the wait, leased, redelivered and the client is
+// abandoned (4000), then recovers everything from history, as with an
+// external NATS.
+func TestSingleNodeAbandonsAClientThatNeverAcks(t *testing.T) {
+	rn := singleNode(t, testpg.NewDatabase(t), node.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2})
+	abandonAndRecover(t, rn)
+	if got := rn.metric(t, "chatd_relay_published_total"); got < 5 {
+		t.Fatalf("published %v messages, want at least the 5 the silent client never acked", got)
+	}
+}
