@@ -58,24 +58,24 @@ func (r *Registry) Settled(id string) bool {
 	return le != nil && !le.missed && le.waiting <= 0
 }
 
-// Forget drops the account of messages the relay is done with (deleted from
-// the outbox, published or not). For a settled one it also drops the fast
-// entries its connections keep, which otherwise wait for a stream delivery
-// that never comes; an unsettled one keeps them, so its stream delivery
-// neither re-sends the frame nor waits for an ack that already came.
-// Implements stream.Settler.
-func (r *Registry) Forget(ids []string) {
+// Forget drops the account of messages the relay is done with (their rows
+// left the outbox). skipped were never published: their connections' fast
+// entries go too, since no stream delivery will come to clear them.
+// published went to the stream, perhaps in an earlier round whose acks timed
+// out: their fast entries stay, so the stream delivery neither re-sends the
+// frame nor waits for an ack that already came. Implements stream.Settler.
+func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range published {
+		delete(r.local, id)
+	}
+	for _, id := range skipped {
 		le := r.local[id]
 		if le == nil {
 			continue
 		}
 		delete(r.local, id)
-		if le.missed || le.waiting > 0 {
-			continue
-		}
 		for _, s := range le.sessions {
 			delete(s.fast, id) // a no-op on a withdrawn session's nil map
 		}

@@ -155,8 +155,12 @@ type Relay struct {
 	metrics *relayMetrics
 	active  atomic.Bool
 	// cut is set when the last round stopped at a message still waiting
-	// for its acks (settle.go). Only the leading goroutine touches it.
-	cut bool
+	// for its acks (settle.go), and sent holds the outbox ids handed to
+	// the stream whose rows are not deleted yet (with a Settler only; on
+	// one node no other relay deletes them, so each leaves once this one
+	// does). Only the leading goroutine touches them.
+	cut  bool
+	sent map[int64]struct{}
 }
 
 // NewRelay returns a Relay; call Run.
@@ -169,7 +173,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	log := cfg.Logger.With("component", "relay")
 	h := newHeld(cfg.Hold)
 	return &Relay{
-		cfg: cfg, log: log, nc: nc, pub: pub, held: h,
+		cfg: cfg, log: log, nc: nc, pub: pub, held: h, sent: make(map[int64]struct{}),
 		sampled: logsample.New(log, logsample.Config{Now: cfg.Now}),
 		wake:    make(chan struct{}, 1), metrics: newRelayMetrics(cfg.Registerer, h),
 	}, nil

@@ -131,6 +131,9 @@ func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, ski
 		if skip != nil && skip[i] {
 			continue
 		}
+		if r.cfg.Settler != nil {
+			r.sent[entries[i].ID] = struct{}{}
+		}
 		if err := r.publish(rd, i, &entries[i]); err != nil && !permanent(err) {
 			break
 		}
@@ -198,21 +201,27 @@ func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results
 		r.metrics.relayed.Add(float64(len(ids) - skipped))
 		r.metrics.settled.Add(float64(skipped))
 	}
-	r.forget(entries[:done])
+	r.forget(entries[:done], skip)
 	return done, failed
 }
 
-// forget tells the Settler that the relay is done with entries (deleted,
-// published or not, or set aside).
-func (r *Relay) forget(entries []store.OutboxEntry) {
+// forget tells the Settler that the relay is done with entries (deleted or
+// set aside), each as skipped or published, and stops tracking them as sent.
+func (r *Relay) forget(entries []store.OutboxEntry, skip []bool) {
 	if r.cfg.Settler == nil || len(entries) == 0 {
 		return
 	}
-	ids := make([]string, len(entries))
+	var skipped, published []string
 	for i := range entries {
-		ids[i] = entries[i].Message.ID
+		e := &entries[i]
+		if skip[i] {
+			skipped = append(skipped, e.Message.ID)
+			continue
+		}
+		published = append(published, e.Message.ID)
+		delete(r.sent, e.ID)
 	}
-	r.cfg.Settler.Forget(ids)
+	r.cfg.Settler.Forget(skipped, published)
 }
 
 // transient wraps a publish error that is retried. When the stream itself

@@ -17,7 +17,10 @@ const DefaultSettleWait = 250 * time.Millisecond
 // done with messages. *push.Registry implements it.
 type Settler interface {
 	Settled(id string) bool
-	Forget(ids []string)
+	// Forget is told of every message whose row left the outbox: skipped
+	// were never published, published went to the stream (in this round
+	// or an earlier one).
+	Forget(skipped, published []string)
 }
 
 // On a single node the stream carries a message only to this node's own
@@ -43,11 +46,15 @@ func (r *Relay) settle(entries []store.OutboxEntry) (prefix []store.OutboxEntry,
 	skip = make([]bool, 0, len(entries))
 	for i := range entries {
 		e := &entries[i]
-		if r.cfg.Settler.Settled(e.Message.ID) {
+		// Once handed to the stream (a round whose acks timed out, or
+		// whose delete failed) a row is published again, never skipped:
+		// its stream delivery may still come.
+		_, sent := r.sent[e.ID]
+		if !sent && r.cfg.Settler.Settled(e.Message.ID) {
 			skip = append(skip, true)
 			continue
 		}
-		if at, ok := r.held.offeredAt(e.ID); ok && now.Sub(at) < r.cfg.SettleWait {
+		if at, ok := r.held.offeredAt(e.ID); ok && !sent && now.Sub(at) < r.cfg.SettleWait {
 			return entries[:i], skip, true
 		}
 		skip = append(skip, false)

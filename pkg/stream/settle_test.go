@@ -15,9 +15,9 @@ import (
 // chatd): which messages every local recipient has acked, and what the
 // relay said it is done with.
 type acks struct {
-	mu        sync.Mutex
-	settled   map[string]bool
-	forgotten []string
+	mu                 sync.Mutex
+	settled            map[string]bool
+	skipped, published []string // as Forget was told
 }
 
 func newAcks() *acks { return &acks{settled: make(map[string]bool)} }
@@ -28,10 +28,11 @@ func (a *acks) Settled(id string) bool {
 	return a.settled[id]
 }
 
-func (a *acks) Forget(ids []string) {
+func (a *acks) Forget(skipped, published []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.forgotten = append(a.forgotten, ids...)
+	a.skipped = append(a.skipped, skipped...)
+	a.published = append(a.published, published...)
 }
 
 func (a *acks) settle(batch ...store.Accepted) {
@@ -42,10 +43,11 @@ func (a *acks) settle(batch ...store.Accepted) {
 	}
 }
 
-func (a *acks) forgottenIDs() []string {
+// forgotten returns what Forget was told, each list sorted.
+func (a *acks) forgotten() (skipped, published []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Sorted(slices.Values(a.forgotten))
+	return slices.Sorted(slices.Values(a.skipped)), slices.Sorted(slices.Values(a.published))
 }
 
 func messageIDs(batch []store.Accepted) []string {
@@ -89,8 +91,12 @@ func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
 	if got := metric(t, reg, "chatd_relay_published_total"); got != 5 {
 		t.Fatalf("chatd_relay_published_total %v, want 5", got)
 	}
-	if got, want := a.forgottenIDs(), messageIDs(batch); !slices.Equal(got, want) {
-		t.Fatalf("forgotten %v, want every message once: %v", got, want)
+	skipped, published := a.forgotten()
+	if want := messageIDs(batch); !slices.Equal(slices.Sorted(slices.Values(append(skipped, published...))), want) {
+		t.Fatalf("forgotten %v and %v, want every message once: %v", skipped, published, want)
+	}
+	if !slices.Equal(published, messageIDs(unsettled)) {
+		t.Fatalf("forgotten as published %v, want the unsettled %v", published, messageIDs(unsettled))
 	}
 }
 
@@ -154,7 +160,36 @@ func TestRelaySkipsSettledRowsAgainAfterAFailedDelete(t *testing.T) {
 	if got := metric(t, reg, "chatd_relay_settled_total"); got != 6 {
 		t.Fatalf("chatd_relay_settled_total %v, want 6", got)
 	}
-	if got, want := a.forgottenIDs(), messageIDs(batch); !slices.Equal(got, want) {
-		t.Fatalf("forgotten %v, want every message once: %v", got, want)
+	if skipped, published := a.forgotten(); !slices.Equal(skipped, messageIDs(batch)) || len(published) != 0 {
+		t.Fatalf("forgotten as skipped %v and as published %v, want every message skipped once", skipped, published)
+	}
+}
+
+// A row the relay published but could not delete (killed between the two)
+// is published again even if its message has settled since: its first
+// stream delivery may still come, and push must keep the fast entries that
+// stop it from sending the frame twice (Forget as published).
+func TestRelayNeverSkipsARowItHasPublished(t *testing.T) {
+	s := mustStore(t, testpg.NewDatabase(t))
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	a := newAcks()
+	r, o, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Millisecond})
+
+	// Two deletes fail: the second retry comes at least 60 ms (backoff)
+	// after the first failure, long after the settle below.
+	o.failDelete.Store(2)
+	batch := commitBatch(t, s, chat, 0, 4)
+	r.Offer(batch)
+	r.Wake()
+	waitFor(t, "the first delete to fail", 5*time.Second, func() bool { return o.failDelete.Load() <= 1 })
+	a.settle(batch...) // every recipient acked while the rows stayed
+	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, outboxIDs(batch))
+	if got := metric(t, reg, "chatd_relay_settled_total"); got != 0 {
+		t.Fatalf("chatd_relay_settled_total %v, want 0: published rows were skipped", got)
+	}
+	if skipped, published := a.forgotten(); len(skipped) != 0 || !slices.Equal(published, messageIDs(batch)) {
+		t.Fatalf("forgotten as skipped %v and as published %v, want every message as published", skipped, published)
 	}
 }
