@@ -10,14 +10,11 @@ import (
 	"github.com/chatd/chatd/pkg/node"
 )
 
-// Once the load stops and every recipient acked, both buffers empty: the
-// PostgreSQL outbox at once (the relay deletes what it published) and the
-// stream within one GC interval (reclaim purges below the Tetris floor,
-// which nothing pins any more).
-func TestPurgeAfterEveryoneAcked(t *testing.T) {
-	const gc = 500 * time.Millisecond
-	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
-	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1", node.Config{GCInterval: gc}))
+// exchange has alice and bob send n messages each to one another at once on
+// rn, checks that both have all 2n, and waits until the PostgreSQL outbox
+// is empty. It returns the messages' ids.
+func exchange(t *testing.T, rn *runningNode, n int) []string {
+	t.Helper()
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 	alice.c.Track(chat)
@@ -27,13 +24,25 @@ func TestPurgeAfterEveryoneAcked(t *testing.T) {
 	var fromAlice, fromBob []client.Accepted
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); fromAlice = alice.sendN(t, chat, "a", 40, 0) }()
-	go func() { defer wg.Done(); fromBob = bob.sendN(t, chat, "b", 40, 0) }()
+	go func() { defer wg.Done(); fromAlice = alice.sendN(t, chat, "a", n, 0) }()
+	go func() { defer wg.Done(); fromBob = bob.sendN(t, chat, "b", n, 0) }()
 	wg.Wait()
 	all := idsAfter(0, fromAlice, fromBob)
 	alice.reconcile(t, chat, 1, all, 10*time.Second)
 	bob.reconcile(t, chat, 1, all, 10*time.Second)
 	eventually(t, 10*time.Second, "the PostgreSQL outbox empties", func() bool { return rn.outboxDepth(t) == 0 })
+	return all
+}
+
+// Once the load stops and every recipient acked, both buffers empty: the
+// PostgreSQL outbox at once (the relay deletes what it published) and the
+// stream within one GC interval (reclaim purges below the Tetris floor,
+// which nothing pins any more).
+func TestPurgeAfterEveryoneAcked(t *testing.T) {
+	const gc = 500 * time.Millisecond
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1", node.Config{GCInterval: gc}))
+	all := exchange(t, rn, 40)
 	if _, last := rn.streamState(t); last != uint64(len(all)) {
 		t.Fatalf("stream last seq %d, want %d (one stream message per accepted message)", last, len(all))
 	}

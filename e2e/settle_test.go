@@ -1,12 +1,10 @@
 package e2e_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -29,22 +27,7 @@ func singleNode(t *testing.T, dsn string, base node.Config) *runningNode {
 // message reaches both clients, and the outbox empties.
 func TestSingleNodeKeepsAckedMessagesOutOfTheStream(t *testing.T) {
 	rn := singleNode(t, testpg.NewDatabase(t), node.Config{})
-	alice := mustPeer(t, rn.URL(), "alice", "", nil)
-	chat := alice.mustDirect(t, "bob")
-	alice.c.Track(chat)
-	bob := mustPeer(t, rn.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
-	bob.waitConnected(t, 1)
-
-	var fromAlice, fromBob []client.Accepted
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); fromAlice = alice.sendN(t, chat, "a", 40, 0) }()
-	go func() { defer wg.Done(); fromBob = bob.sendN(t, chat, "b", 40, 0) }()
-	wg.Wait()
-	all := idsAfter(0, fromAlice, fromBob)
-	alice.reconcile(t, chat, 1, all, 10*time.Second)
-	bob.reconcile(t, chat, 1, all, 10*time.Second)
-	eventually(t, 10*time.Second, "the PostgreSQL outbox empties", func() bool { return rn.outboxDepth(t) == 0 })
+	all := exchange(t, rn, 40)
 
 	settled := rn.metric(t, "chatd_relay_settled_total")
 	published := rn.metric(t, "chatd_relay_published_total")

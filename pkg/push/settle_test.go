@@ -7,6 +7,16 @@ import (
 	"github.com/chatd/chatd/pkg/push"
 )
 
+// attachAll registers conns with r.
+func attachAll(t *testing.T, r *push.Registry, conns ...*recConn) {
+	t.Helper()
+	for _, c := range conns {
+		if err := r.Attach(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A message is settled only once every connection the fast path handed it
 // to has acked it; a withdrawn connection counts as done (it resyncs from
 // history). Until then the relay must publish it.
@@ -16,11 +26,7 @@ func TestSettledNeedsEveryFastPathRecipient(t *testing.T) {
 	bob := &recConn{user: "bob", device: "phone"}
 	bobWeb := &recConn{user: "bob", device: "web"}
 	carol := &recConn{user: "carol", device: "phone"}
-	for _, c := range []*recConn{bob, bobWeb, carol} {
-		if err := r.Attach(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	attachAll(t, r, bob, bobWeb, carol)
 	m := e.newMsg("alice")
 	if r.Settled(m.ID) {
 		t.Fatal("settled before the fast path ran")
@@ -58,11 +64,7 @@ func TestMissedRecipientNeverSettles(t *testing.T) {
 	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
 	bob := &recConn{user: "bob", device: "phone"}
 	full := &recConn{user: "carol", device: "phone"}
-	for _, c := range []*recConn{bob, full} {
-		if err := r.Attach(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	attachAll(t, r, bob, full)
 	full.Close(push.ReasonOverloaded) // its Deliver now refuses, as a full queue does
 	m := e.newMsg("alice")
 	r.FastPath(&m, []string{"alice", "bob", "carol"})
@@ -80,11 +82,7 @@ func TestForgetKeepsFastEntriesOfAPublishedMessage(t *testing.T) {
 	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
 	bob := &recConn{user: "bob", device: "phone"}
 	carol := &recConn{user: "carol", device: "phone"}
-	for _, c := range []*recConn{bob, carol} {
-		if err := r.Attach(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	attachAll(t, r, bob, carol)
 	m := e.newMsg("alice")
 	r.FastPath(&m, []string{"alice", "bob", "carol"})
 	r.Ack(bob, []string{m.ID})
@@ -106,9 +104,7 @@ func TestNoSettleKeepsNoAccount(t *testing.T) {
 	e := mustEnv(t)
 	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second })
 	bob := &recConn{user: "bob", device: "phone"}
-	if err := r.Attach(bob); err != nil {
-		t.Fatal(err)
-	}
+	attachAll(t, r, bob)
 	m := e.newMsg("alice")
 	r.FastPath(&m, []string{"alice", "bob"})
 	r.Ack(bob, []string{m.ID})

@@ -9,6 +9,8 @@ import (
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // acks stands in for push's account of local deliveries (push.Registry in
@@ -58,15 +60,34 @@ func messageIDs(batch []store.Accepted) []string {
 	return slices.Sorted(slices.Values(ids))
 }
 
+// settleEnv is a leading relay with a Settler (acks) on a fresh database
+// and stream, whose rounds run on Wake and after their settle tick.
+type settleEnv struct {
+	s    *store.Store
+	js   jetstream.JetStream
+	chat string
+	a    *acks
+	r    *stream.Relay
+	o    *handOutbox
+	reg  *prometheus.Registry
+}
+
+func newSettleEnv(t *testing.T, wait time.Duration) *settleEnv {
+	t.Helper()
+	e := &settleEnv{s: mustStore(t, testpg.NewDatabase(t)), a: newAcks()}
+	_, e.js = mustInProcessJS(t)
+	e.chat = mustChat(t, e.s)
+	e.r, e.o, e.reg = handRelay(t, e.s, e.js, stream.RelayConfig{Settler: e.a, SettleWait: wait})
+	return e
+}
+
 // Settled messages never reach the stream; the others are published in
 // order once their wait is over; every row leaves the outbox, and the relay
 // tells the Settler it is done with each message exactly once.
 func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
-	s := mustStore(t, testpg.NewDatabase(t))
-	_, js := mustInProcessJS(t)
-	chat := mustChat(t, s)
-	a := newAcks()
-	r, _, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: 300 * time.Millisecond})
+	e := newSettleEnv(t, 300*time.Millisecond)
+	s, js, chat, a, r := e.s, e.js, e.chat, e.a, e.r
+	reg := e.reg
 
 	batch := commitBatch(t, s, chat, 0, 10)
 	var unsettled []store.Accepted
@@ -104,11 +125,8 @@ func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
 // though the relay saw it unsettled first; the rows behind a waiting one
 // wait too, so the stream stays in outbox order.
 func TestRelayWaitsForAcksBeforePublishing(t *testing.T) {
-	s := mustStore(t, testpg.NewDatabase(t))
-	_, js := mustInProcessJS(t)
-	chat := mustChat(t, s)
-	a := newAcks()
-	r, _, _ := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: 2 * time.Second})
+	e := newSettleEnv(t, 2*time.Second)
+	s, js, chat, a, r := e.s, e.js, e.chat, e.a, e.r
 
 	batch := commitBatch(t, s, chat, 0, 3)
 	r.Offer(batch)
@@ -127,11 +145,8 @@ func TestRelayWaitsForAcksBeforePublishing(t *testing.T) {
 // Rows the relay was not handed (another node's, or over the hold) have no
 // wait: unless settled they are published at once, as without a Settler.
 func TestRelayPublishesRowsItWasNotHandedWithoutWaiting(t *testing.T) {
-	s := mustStore(t, testpg.NewDatabase(t))
-	_, js := mustInProcessJS(t)
-	chat := mustChat(t, s)
-	a := newAcks()
-	r, _, _ := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Hour})
+	e := newSettleEnv(t, time.Hour)
+	s, js, chat, a, r := e.s, e.js, e.chat, e.a, e.r
 
 	batch := commitBatch(t, s, chat, 0, 4)
 	a.settle(batch[3])
@@ -144,11 +159,10 @@ func TestRelayPublishesRowsItWasNotHandedWithoutWaiting(t *testing.T) {
 // leaves the settled rows in the outbox; the next round keeps them out of
 // the stream again, and the Settler hears of each once, after its delete.
 func TestRelaySkipsSettledRowsAgainAfterAFailedDelete(t *testing.T) {
-	s := mustStore(t, testpg.NewDatabase(t))
-	_, js := mustInProcessJS(t)
-	chat := mustChat(t, s)
-	a := newAcks()
-	r, o, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Hour})
+	e := newSettleEnv(t, time.Hour)
+	s, js, chat, a, r := e.s, e.js, e.chat, e.a, e.r
+	o := e.o
+	reg := e.reg
 
 	o.failDelete.Store(1)
 	batch := commitBatch(t, s, chat, 0, 6)
@@ -170,11 +184,10 @@ func TestRelaySkipsSettledRowsAgainAfterAFailedDelete(t *testing.T) {
 // stream delivery may still come, and push must keep the fast entries that
 // stop it from sending the frame twice (Forget as published).
 func TestRelayNeverSkipsARowItHasPublished(t *testing.T) {
-	s := mustStore(t, testpg.NewDatabase(t))
-	_, js := mustInProcessJS(t)
-	chat := mustChat(t, s)
-	a := newAcks()
-	r, o, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Millisecond})
+	e := newSettleEnv(t, time.Millisecond)
+	s, js, chat, a, r := e.s, e.js, e.chat, e.a, e.r
+	o := e.o
+	reg := e.reg
 
 	// Two deletes fail: the second retry comes at least 60 ms (backoff)
 	// after the first failure, long after the settle below.
