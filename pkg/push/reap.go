@@ -6,7 +6,8 @@ import "time"
 // message whose last attempt's lease has expired is abandoned (withdrawn and
 // closed; it resyncs from history). A connection younger than Grace is
 // spared until its grace ends. It also forgets fast-path entries, and the
-// fast path's account of messages (settle.go), older than FastMemory. Run calls it on a ticker; tests call it after moving the clock.
+// fast path's account of messages (settle.go), older than FastMemory. Run
+// calls it on a ticker; tests call it after moving the clock.
 func (r *Registry) Reap() {
 	now := r.cfg.Now()
 	var victims []Conn
