@@ -94,7 +94,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", 26*3_600_000_000_000, "delivery stream MaxAge: a disk backstop only, keep it far below --history-retention")
 	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", node.DefaultStreamDuplicates, "the delivery stream's duplicate window: a relay's republish within it is dropped; the server keeps every message id stored within it in memory (at 2,000 msg/s, 2m cost 40 MiB more RSS than 30s)")
 	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
-	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "with the embedded NATS (one node): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one they all acked is never published (a third less CPU per message). Negative: off. Always off with --nats-url")
+	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "with the embedded NATS (one node): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one they all acked is never published (a third less CPU per message). Shorter than --lease. Negative: off. Always off with --nats-url")
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 

@@ -213,6 +213,12 @@ func (c *Config) setDefaults() error {
 	if c.NATSURL != "" {
 		c.SettleWait = -1
 	}
+	// An unsettled message's lease starts only once the wait is over: a
+	// wait as long as the lease would double how long a stuck client pins
+	// its messages before it is abandoned.
+	if lease := cmp.Or(c.Lease, push.DefaultLease); c.SettleWait >= lease {
+		return fmt.Errorf("node: --settle-wait %v must be shorter than the lease %v (an unacked message is leased only after the wait)", c.SettleWait, lease)
+	}
 	if c.PresenceTTL > 0 || c.PresenceRefresh > 0 {
 		ttl, refresh := cmp.Or(c.PresenceTTL, signal.DefaultPresenceTTL), cmp.Or(c.PresenceRefresh, signal.DefaultPresenceRefresh)
 		// Two refreshes in a row may be lost before a live user looks offline.

@@ -49,6 +49,19 @@ func TestStreamDuplicateWindowBounds(t *testing.T) {
 	})
 }
 
+// The settle wait delays an unacked message's lease, so it must stay under
+// the lease; with an external NATS it is off whatever was asked.
+func TestSettleWaitBounds(t *testing.T) {
+	checkDefaults(t, []defaultsCase{
+		{"default", Config{DataDir: "d"}, false},
+		{"off", Config{DataDir: "d", SettleWait: -1}, false},
+		{"as long as the default lease", Config{DataDir: "d", SettleWait: 10 * time.Second}, true},
+		{"longer than the lease", Config{DataDir: "d", SettleWait: 2 * time.Second, Lease: time.Second}, true},
+		{"under the lease", Config{DataDir: "d", SettleWait: 500 * time.Millisecond, Lease: time.Second}, false},
+		{"external NATS", Config{DataDir: "d", NATSURL: "nats://x:4222", SettleWait: time.Hour}, false},
+	})
+}
+
 // A presence refresh of half the TTL or more would let one late refresh
 // make a live user look offline to the cluster: refused at start.
 func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {

@@ -14,6 +14,9 @@ import (
 // before they notice the silence.
 const DefaultUnreachable = 8 * time.Second
 
+// DefaultLease is Config.Lease's default.
+const DefaultLease = 10 * time.Second
+
 // Config configures a Registry. Zero values take the documented defaults
 // (docs/architecture.md, section 7 "Defaults").
 type Config struct {
@@ -83,7 +86,7 @@ func (c *Config) setDefaults() error {
 		c.Stream = "CHAT_OUTBOX"
 	}
 	if c.Lease <= 0 {
-		c.Lease = 10 * time.Second
+		c.Lease = DefaultLease
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 3
