@@ -120,8 +120,8 @@ func merge(entries []store.OutboxEntry, missing []int, rows []store.OutboxEntry)
 // An entry whose skip flag is set (settle.go) is not published; its outcome
 // is nil, done, as if it had been.
 func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, skip []bool) ([]error, error) {
-	if !slices.Contains(skip, false) && len(skip) == len(entries) {
-		return make([]error, len(entries)), nil
+	if len(skip) > 0 && !slices.Contains(skip, false) {
+		return make([]error, len(entries)), nil // nothing to publish
 	}
 	rd, err := r.pub.begin(len(entries))
 	if err != nil {
