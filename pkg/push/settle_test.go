@@ -7,6 +7,14 @@ import (
 	"github.com/chatd/chatd/pkg/push"
 )
 
+// settleRegistry is a running registry that keeps the fast path's account
+// (Config.Settle), with a lease longer than any of these tests.
+func settleRegistry(t *testing.T) (*env, *push.Registry) {
+	t.Helper()
+	e := mustEnv(t)
+	return e, mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
+}
+
 // attachAll registers conns with r.
 func attachAll(t *testing.T, r *push.Registry, conns ...*recConn) {
 	t.Helper()
@@ -21,8 +29,7 @@ func attachAll(t *testing.T, r *push.Registry, conns ...*recConn) {
 // to has acked it; a withdrawn connection counts as done (it resyncs from
 // history). Until then the relay must publish it.
 func TestSettledNeedsEveryFastPathRecipient(t *testing.T) {
-	e := mustEnv(t)
-	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
+	e, r := settleRegistry(t)
 	bob := &recConn{user: "bob", device: "phone"}
 	bobWeb := &recConn{user: "bob", device: "web"}
 	carol := &recConn{user: "carol", device: "phone"}
@@ -60,8 +67,7 @@ func TestSettledNeedsEveryFastPathRecipient(t *testing.T) {
 // A registered recipient whose queue refused the frame gets it only from
 // the stream: the message never reads settled, whatever the others do.
 func TestMissedRecipientNeverSettles(t *testing.T) {
-	e := mustEnv(t)
-	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
+	e, r := settleRegistry(t)
 	bob := &recConn{user: "bob", device: "phone"}
 	full := &recConn{user: "carol", device: "phone"}
 	attachAll(t, r, bob, full)
@@ -78,8 +84,7 @@ func TestMissedRecipientNeverSettles(t *testing.T) {
 // once every recipient acked: its stream delivery neither sends the frame
 // again nor waits for the ack that already came.
 func TestForgetKeepsFastEntriesOfAPublishedMessage(t *testing.T) {
-	e := mustEnv(t)
-	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
+	e, r := settleRegistry(t)
 	bob := &recConn{user: "bob", device: "phone"}
 	carol := &recConn{user: "carol", device: "phone"}
 	attachAll(t, r, bob, carol)
