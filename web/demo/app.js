@@ -219,7 +219,7 @@ function wire(c) {
     if (!ch) {
       refreshChats(); // a chat someone else just made: the list names it
     } else {
-      ch.last_seq = Math.max(ch.last_seq ?? 0, m.seq);
+      ch.lastSeq = Math.max(ch.lastSeq ?? 0, m.seq);
       ch.active = Date.now();
       if (m.from !== S.me && m.seq > ch.counted && !m.deleted && !isReading(m.chat)) ch.unread = (ch.unread ?? 0) + 1;
       ch.counted = Math.max(ch.counted, m.seq);
@@ -237,7 +237,7 @@ function wire(c) {
 
   c.on('update', ({ message, event }) => {
     const ch = S.chats.get(event.chat);
-    if (ch) ch.last_seq = Math.max(ch.last_seq ?? 0, event.seq);
+    if (ch) ch.lastSeq = Math.max(ch.lastSeq ?? 0, event.seq);
     const v = S.views.get(event.chat);
     const e = v && event.target ? v.msgs.get(event.target) : undefined;
     if (!e) return;
@@ -294,9 +294,9 @@ function refreshChats() {
       const list = await S.client.listChats();
       for (const ch of list) {
         const had = S.chats.get(ch.id);
-        if (!had) S.client.track(ch.id, ch.last_seq ?? 0);
+        if (!had) S.client.track(ch.id, ch.lastSeq ?? 0);
         const unread = isReading(ch.id) ? 0 : ch.unread ?? 0;
-        S.chats.set(ch.id, { ...had, ...ch, unread, counted: Math.max(had?.counted ?? 0, ch.last_seq ?? 0), active: had?.active ?? Date.parse(ch.created_at) });
+        S.chats.set(ch.id, { ...had, ...ch, unread, counted: Math.max(had?.counted ?? 0, ch.lastSeq ?? 0), active: had?.active ?? Date.parse(ch.createdAt) });
       }
       drawChats();
       if (S.want && S.chats.has(S.want)) openChat(S.want);
@@ -383,8 +383,8 @@ $('new-chat').addEventListener('submit', async (e) => {
     if (kind === 'direct' && users.length !== 1) throw new Error('A direct chat is with exactly one other user.');
     const ch = kind === 'direct' ? await S.client.directChat(users[0]) : await S.client.createGroup(users, title);
     if (!S.chats.has(ch.id)) {
-      S.client.track(ch.id, ch.last_seq ?? 0);
-      S.chats.set(ch.id, { ...ch, unread: 0, counted: ch.last_seq ?? 0, active: Date.now() });
+      S.client.track(ch.id, ch.lastSeq ?? 0);
+      S.chats.set(ch.id, { ...ch, unread: 0, counted: ch.lastSeq ?? 0, active: Date.now() });
     }
     /** @type {HTMLFormElement} */ (e.target).reset();
     drawChats();

@@ -110,10 +110,18 @@ export interface ChatClientOptions {
   gapWaitMs?: number;
   /** Bounds the WebSocket handshake plus the wait for `hello`. Default 10000 ms. */
   dialTimeoutMs?: number;
+  /** connect() rejects (and the client closes) when no hello came within this; 0: wait for ever. Default 30000 ms. */
+  connectTimeoutMs?: number;
   /** Chats to track from seq 0 (whole retained history handed out once). */
   chats?: string[];
   /** List the caller's chats after every hello and track them all. Default true. */
   trackAll?: boolean;
+  /**
+   * Where trackAll starts the chats of its first listing: 'start' hands out each chat's whole
+   * retained history once (default), 'now' only what comes after connecting, 'unread' what the
+   * user has not read. Chats that appear later are new to the client: tracked from their start.
+   */
+  trackFrom?: 'start' | 'now' | 'unread';
   /** Refresh the token this long before exp; default: after 80% of its lifetime. */
   refreshBeforeMs?: number;
   /** Keep at most this many message states per chat in memory. Default 5000. */
@@ -131,10 +139,10 @@ export interface Chat {
   kind: 'direct' | 'group';
   title: string;
   members: string[];
-  last_seq: number;
-  created_at: string;
+  lastSeq: number;
+  createdAt: string;
   /** In listChats() only. */
-  read_seq?: number;
+  readSeq?: number;
   unread?: number;
 }
 
@@ -168,6 +176,12 @@ export class APIError extends Error {
 }
 
 /** The client was closed (or a call needs a live connection and there is none). */
+/** The token function failed before the client ever connected: a sign-in problem, not the network. */
+export class TokenError extends Error {
+  readonly name: 'TokenError';
+  readonly cause: unknown;
+}
+
 export class ClosedError extends Error {
   readonly name: 'ClosedError';
   /** The close code that ended the client (4003 superseded, 4401 token refused, 1000 close()), if any. */
@@ -190,7 +204,10 @@ export class ChatClient {
   readonly device: string | undefined;
 
   /** Start connecting (and keep reconnecting with backoff). Resolves at the first hello;
-   * rejects if the token is refused (401/4401 after a fresh token) or on 4003 superseded. */
+   * rejects if the token is refused (401/4401 after a fresh token), on 4003 superseded,
+   * with TokenError when the token function fails before the first hello, and with
+   * ClosedError (code 0) when no hello came within connectTimeoutMs. A client that
+   * rejected is closed; connect() again to retry. */
   connect(): Promise<void>;
   /** Close cleanly; pending sends reject with ClosedError. */
   close(): Promise<void>;

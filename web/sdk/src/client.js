@@ -27,7 +27,7 @@ import { Rest, pageUp } from './rest.js';
 import { Session, stableAfterMs } from './session.js';
 import { backoffDelay } from './backoff.js';
 import { tokenSub } from './token.js';
-import { APIError, ClosedError, RejectedError, closeMeaning } from './errors.js';
+import { APIError, ClosedError, RejectedError, TokenError, closeMeaning } from './errors.js';
 
 /** @typedef {import('../index.js').ChatClientOptions} ChatClientOptions */
 /** @typedef {import('../index.js').Accepted} Accepted */
@@ -65,7 +65,21 @@ export class ChatClient extends Emitter {
     this._ackDelay = opts.ackDelayMs ?? 50;
     this._gapWait = opts.gapWaitMs ?? 200;
     this._dialTimeout = opts.dialTimeoutMs ?? 10000;
+    this._connectTimeout = opts.connectTimeoutMs ?? 30000;
+    /** @type {string | undefined} why the last dial failed, for connect()'s time-out error */
+    this._lastFailure = undefined;
     this._trackAll = opts.trackAll ?? true;
+    this._trackFrom = opts.trackFrom ?? 'start';
+    if (!['start', 'now', 'unread'].includes(this._trackFrom)) throw new TypeError(`ChatClient: trackFrom ${this._trackFrom}, want start, now or unread`);
+    /** whether trackAll has listed the chats once: chats listed later are new to this client, tracked from their start */
+    this._listedOnce = false;
+    /**
+     * Live frames of chats not yet tracked, held until the first listing says
+     * where each chat starts (trackFrom 'now' or 'unread'); otherwise a frame
+     * arriving first would track its chat from 0 and replay its history.
+     * @type {any[] | undefined}
+     */
+    this._early = this._trackAll && this._trackFrom !== 'start' ? [] : undefined;
     this._tracker = new Tracker();
     this._store = new Store(opts.maxKeptPerChat ?? 5000);
     this._rest = new Rest(() => this._restBase, () => this._token(), this._fetch);
@@ -111,7 +125,10 @@ export class ChatClient extends Emitter {
   /**
    * connect starts connecting and keeps reconnecting; it resolves at the
    * first hello, and rejects when the client ends before that (close(), 4003,
-   * a token refused for good).
+   * a token refused for good), when the token function fails before the
+   * first hello (TokenError), or when no hello came within connectTimeoutMs
+   * (ClosedError, code 0). A client that rejected is closed: call connect()
+   * again to retry.
    * @returns {Promise<void>}
    */
   connect() {
@@ -127,6 +144,10 @@ export class ChatClient extends Emitter {
     });
     c.promise.catch(() => {}); // the loop settles it; an unobserved rejection is no crash
     this._connecting = c;
+    if (this._connectTimeout > 0) {
+      const t = setTimeout(() => this._giveUp(new ClosedError(`no connection within ${this._connectTimeout} ms${this._lastFailure ? `: ${this._lastFailure}` : ''}`, 0)), this._connectTimeout);
+      c.promise.then(() => clearTimeout(t), () => clearTimeout(t));
+    }
     this._setState({ state: 'connecting' });
     this._loopDone = this._loop().catch((err) => {
       // A bug, not a network failure: say so and end rather than spin.
@@ -142,6 +163,8 @@ export class ChatClient extends Emitter {
     while (!this._stopped) {
       const end = await this._connectOnce();
       if (this._stopped) break;
+      this._lastFailure = end.reason;
+      if (end.token !== undefined && !this._connecting?.settled) return this._giveUp(new TokenError(end.token));
       if (end.opened) refused = 0;
       if (end.code === 4003) return this._finish(end.code, end.reason);
       if (end.unauthorized) {
@@ -152,7 +175,8 @@ export class ChatClient extends Emitter {
       }
       if (end.upForMs >= stableAfterMs) attempt = 0;
       const d = backoffDelay(attempt++, this._backoffMin, this._backoffMax);
-      this._setState({ state: 'reconnecting', code: end.code, reason: end.reason, meaning: closeMeaning(end.code), retryInMs: d });
+      const meaning = end.token !== undefined ? 'could not get a token; retrying' : closeMeaning(end.code);
+      this._setState({ state: 'reconnecting', code: end.code, reason: end.reason, meaning, retryInMs: d });
       await new Promise((resolve) => {
         const t = setTimeout(done, d);
         function done() {
@@ -170,8 +194,9 @@ export class ChatClient extends Emitter {
     let tok;
     try {
       tok = await this._token();
+      if (!tok) throw new Error('it returned no token');
     } catch (err) {
-      return { code: 0, reason: `token: ${err?.message ?? err}`, opened: false, upForMs: 0 };
+      return { code: 0, reason: `token: ${err?.message ?? err}`, token: err, opened: false, upForMs: 0 };
     }
     if (this._stopped) return { code: 1000, reason: 'client closing', opened: false, upForMs: 0 };
     let ws;
@@ -225,12 +250,24 @@ export class ChatClient extends Emitter {
     if (this._sess === s) this._sess = undefined;
   }
 
-  /** _finish ends the client for good with a close code. */
-  _finish(code, reason) {
+  /**
+   * _giveUp ends a client that never reached hello, rejecting connect()
+   * with err: a token function that fails, or no hello in time.
+   * @param {Error} err
+   */
+  _giveUp(err) {
+    if (!this._running || this._connecting?.settled) return;
+    this._stopped = true;
+    this._wakeLoop?.();
+    this._current?.shutdown();
+    this._finish(0, err.message, err, err instanceof TokenError ? 'could not get a token' : 'could not connect');
+  }
+
+  /** _finish ends the client for good with a close code (err and meaning: see _giveUp). */
+  _finish(code, reason, err = undefined, meaning = closeMeaning(code)) {
     this._stopped = true;
     this._running = false;
-    const meaning = closeMeaning(code);
-    const err = new ClosedError(`client closed: ${code} ${meaning}${reason ? `: ${reason}` : ''}`, code);
+    err ??= new ClosedError(`client closed: ${code} ${meaning}${reason ? `: ${reason}` : ''}`, code);
     this._ended = err;
     this._rejectAll(err);
     if (this._connecting && !this._connecting.settled) {
@@ -344,11 +381,23 @@ export class ChatClient extends Emitter {
   _deliver(raws, via) {
     let dups = 0;
     for (const raw of raws) {
+      if (via === 'live' && this._early && this._tracker.contiguous(raw.chat) === undefined) {
+        this._early.push(raw);
+        continue;
+      }
       const { ready, dup } = this._tracker.add({ chat: raw.chat, seq: raw.seq, raw, via });
       if (dup) dups++;
       for (const e of ready) this._handOut(e.raw, e.via);
     }
     return dups;
+  }
+
+  /** _listed: the first listing set every chat's start; hand out the frames held for it. */
+  _listed() {
+    this._listedOnce = true;
+    const early = this._early ?? [];
+    this._early = undefined;
+    this._deliver(early, 'live');
   }
 
   /** _handOut gives the app one event, in its chat's seq order, exactly once. */
@@ -532,7 +581,7 @@ export class ChatClient extends Emitter {
     if (before === undefined) {
       const ch = (await this._rest.listChats()).find((c) => c.id === chat);
       if (!ch) throw new APIError(404, 'not_found', `chat ${chat} is not one of yours`);
-      before = Math.max(ch.last_seq, this._tracker.contiguous(chat) ?? 0) + 1;
+      before = Math.max(ch.lastSeq, this._tracker.contiguous(chat) ?? 0) + 1;
     }
     const page = await pageUp(this._rest, chat, before, Math.min(Math.max(opts.limit ?? 50, 1), 1000));
     this._keep(page.messages);

@@ -39,6 +39,20 @@ export class ClosedError extends Error {
   }
 }
 
+/**
+ * The token function threw (or returned no token) before the client ever
+ * connected: an app's sign-in problem, not a network failure. `cause` is
+ * what the function threw.
+ */
+export class TokenError extends Error {
+  /** @param {unknown} cause */
+  constructor(cause) {
+    super(`token function failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'TokenError';
+    this.cause = cause;
+  }
+}
+
 // Close codes of the wire contract (docs/protocol.md "Close codes").
 export const CloseAbandoned = 4000;
 export const CloseOverloaded = 4001;

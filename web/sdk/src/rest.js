@@ -57,22 +57,22 @@ export class Rest {
 
   /** @returns {Promise<Chat[]>} */
   async listChats() {
-    return (await this.call('GET', '/api/chats')).chats ?? [];
+    return ((await this.call('GET', '/api/chats')).chats ?? []).map(toChat);
   }
 
   /** @param {string[]} members @param {string} [title] @returns {Promise<Chat>} */
-  createGroup(members, title = '') {
-    return this.call('POST', '/api/chats', { members, title });
+  async createGroup(members, title = '') {
+    return toChat(await this.call('POST', '/api/chats', { members, title }));
   }
 
   /** @param {string} user @returns {Promise<Chat>} */
-  directChat(user) {
-    return this.call('POST', '/api/chats/direct', { user });
+  async directChat(user) {
+    return toChat(await this.call('POST', '/api/chats/direct', { user }));
   }
 
   /** @param {string} chat @param {string} user @returns {Promise<Chat>} */
-  addMember(chat, user) {
-    return this.call('POST', `/api/chats/${enc(chat)}/members`, { user });
+  async addMember(chat, user) {
+    return toChat(await this.call('POST', `/api/chats/${enc(chat)}/members`, { user }));
   }
 
   /** @param {string} chat @param {string} user */
@@ -112,19 +112,48 @@ export class Rest {
 }
 
 /**
- * pageUp reads the page of chat's log just below seq `before` (all of it up
- * to `last` when before is undefined): at most limit seqs, oldest first, with
- * the messages' current state.
+ * toChat turns the REST answer's chat (snake_case on the wire) into the SDK's
+ * camelCase Chat, like its Message.
+ * @param {any} raw
+ */
+export function toChat(raw) {
+  /** @type {any} */
+  const ch = { id: raw.id, kind: raw.kind, title: raw.title ?? '', members: raw.members ?? [], lastSeq: raw.last_seq ?? 0, createdAt: raw.created_at };
+  if (raw.read_seq !== undefined) ch.readSeq = raw.read_seq;
+  if (raw.unread !== undefined) ch.unread = raw.unread;
+  return ch;
+}
+
+/** isMessage: a history row that is a message, not an event about one. @param {any} r */
+const isMessage = (r) => !r.kind || r.kind === 'message';
+
+/**
+ * pageUp reads the newest `limit` messages of chat's log below seq `before`,
+ * oldest first, with their current state, and the raw events from the first
+ * of them up. Edits, deletes and reactions share the log's seqs, so it reads
+ * window after window downward until it has `limit` messages or reaches the
+ * chat's start: `limit` counts messages, never events.
  * @param {Rest} rest @param {string} chat @param {number} before first seq not wanted
  * @param {number} limit
  */
 export async function pageUp(rest, chat, before, limit) {
-  const after = Math.max(0, before - 1 - limit);
-  const want = before - 1 - after;
   /** @type {any[]} */
   let rows = [];
-  if (want > 0) rows = (await rest.after(chat, after, want)).messages.filter((r) => r.seq < before);
+  let count = 0;
+  let top = before; // the lowest seq read so far; everything below is unread
+  while (top > 1 && count < limit) {
+    const after = Math.max(0, top - 1 - limit);
+    const got = (await rest.after(chat, after, top - 1 - after)).messages.filter((r) => r.seq < top);
+    rows = got.concat(rows);
+    count += got.filter(isMessage).length;
+    top = after + 1;
+  }
+  let first = 0; // drop the oldest messages past limit, and the events below the first kept
+  for (let extra = count - limit; extra > 0; first++) if (isMessage(rows[first])) extra--;
+  while (first < rows.length && !isMessage(rows[first])) first++;
+  const trimmed = first > 0 && rows.slice(0, first).some(isMessage);
+  rows = rows.slice(first);
   const events = rows.map((r) => toEvent(r, 'history'));
-  const messages = rows.filter((r) => !r.kind || r.kind === 'message').map(toMessage);
-  return { messages, events, more: after > 0 };
+  const messages = rows.filter(isMessage).map(toMessage);
+  return { messages, events, more: trimmed || top > 1 };
 }

@@ -94,7 +94,8 @@ export class Syncer {
     try {
       const chats = await c._rest.listChats();
       this.list = false;
-      for (const ch of chats) if (c._tracker.track(ch.id, 0)) this.schedule(ch.id, 0, false);
+      for (const ch of chats) if (c._tracker.track(ch.id, c._listedOnce ? 0 : startOf(ch, c._trackFrom))) this.schedule(ch.id, 0, false);
+      if (!c._listedOnce) c._listed();
     } catch (err) {
       if (this._unauthorized(err)) return;
       await this.s.sleep(retryDelay(err, backoffDelay(3, c._backoffMin, c._backoffMax)));
@@ -138,4 +139,16 @@ export class Syncer {
 /** retryDelay honours a Retry-After (429, 503) when it is longer than the backoff. */
 function retryDelay(err, ms) {
   return Math.max(ms, err?.retryAfterMs ?? 0);
+}
+
+/**
+ * startOf is the seq after which a chat of the first listing is handed out:
+ * its whole retained history ('start'), only what comes next ('now'), or
+ * what the user has not read ('unread').
+ * @param {import('../index.js').Chat} ch @param {string} from
+ */
+function startOf(ch, from) {
+  if (from === 'now') return ch.lastSeq;
+  if (from === 'unread') return ch.readSeq ?? 0;
+  return 0;
 }

@@ -4,8 +4,8 @@
 // token refresh on an open session.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChatClient, ClosedError, RejectedError } from '../src/index.js';
-import { startChatd, startProxy, record, checkSeqs, waitFor, sleep, fast } from './helpers.mjs';
+import { ChatClient, ClosedError, RejectedError, TokenError } from '../src/index.js';
+import { startChatd, startProxy, record, checkSeqs, waitFor, sleep, fast, freePort } from './helpers.mjs';
 
 /** @type {Awaited<ReturnType<typeof startChatd>>} */
 let srv;
@@ -133,8 +133,8 @@ test('receipts reach the other member, and listChats counts unread', { timeout: 
   assert.deepEqual({ ...ra.receipts[0], upto: undefined }, { chat, user: 'bob', upto: undefined, seq: 2 });
   await waitFor(async () => (await b.listChats()).find((c) => c.id === chat)?.unread === 1, 5000);
   const ch = (await b.listChats()).find((c) => c.id === chat);
-  assert.equal(ch.read_seq, 2);
-  assert.equal(ch.last_seq, 3);
+  assert.equal(ch.readSeq, 2);
+  assert.equal(ch.lastSeq, 3);
 });
 
 test('token refresh keeps the session: same connection past the first token\'s exp', { timeout: 20000 }, async () => {
@@ -296,7 +296,7 @@ test('a chat tracked from its last seq: messages read through history() get upda
   const n = await client('ned', { trackAll: false });
   const rn = record(n);
   await n.connect();
-  const last = (await n.listChats()).find((c) => c.id === chat).last_seq;
+  const last = (await n.listChats()).find((c) => c.id === chat).lastSeq;
   n.track(chat, last); // as an app that shows only what comes next
   const page = await n.history(chat);
   assert.deepEqual(page.messages.map((x) => x.id), [m.id]);
@@ -304,4 +304,57 @@ test('a chat tracked from its last seq: messages read through history() get upda
   await waitFor(() => rn.updates.length === 1, 5000);
   assert.equal(rn.updates[0].message?.body, 'old news, edited');
   assert.equal(rn.of(chat).length, 0, 'nothing before the resume point is handed out');
+});
+
+test('history counts messages, not events: reactions between them do not shorten a page', { timeout: 20000 }, async () => {
+  const a = await client('ned');
+  await a.connect();
+  const chat = (await a.directChat('ola')).id;
+  const sent = [];
+  for (let i = 0; i < 4; i++) sent.push(await a.send(chat, `r${i}`));
+  for (const e of ['👍', '🎉', '❤']) await a.react(chat, sent[3].id, e);
+  const page = await a.history(chat, { limit: 3 });
+  assert.deepEqual(page.messages.map((m) => m.body), ['r1', 'r2', 'r3']);
+  assert.deepEqual(page.messages[2].reactions, { '👍': ['ned'], '🎉': ['ned'], '❤': ['ned'] });
+  assert.equal(page.events.length, 6, 'the three messages and the three reactions after them');
+  assert.equal(page.more, true);
+  const older = await a.history(chat, { before: page.messages[0].seq, limit: 3 });
+  assert.deepEqual(older.messages.map((m) => m.body), ['r0']);
+  assert.equal(older.more, false);
+});
+
+test('connect() rejects instead of hanging: no server within connectTimeoutMs, a token function that throws', { timeout: 20000 }, async () => {
+  const port = await freePort(); // nothing listens there
+  const dead = new ChatClient({ url: `http://127.0.0.1:${port}`, token: 'x', ...fast, connectTimeoutMs: 500 });
+  const states = [];
+  dead.on('state', (s) => states.push(s));
+  const err = await dead.connect().then(() => undefined, (e) => e);
+  assert.ok(err instanceof ClosedError && err.code === 0, `dead server: got ${err}`);
+  assert.match(err.message, /no connection within 500 ms/);
+  assert.equal(dead.state, 'closed');
+  assert.equal(states.at(-1).meaning, 'could not connect');
+
+  const broken = new ChatClient({ url: srv.url, token: () => { throw new Error('session expired, sign in again'); }, ...fast });
+  const tokErr = await broken.connect().then(() => undefined, (e) => e);
+  assert.ok(tokErr instanceof TokenError, `throwing token function: got ${tokErr}`);
+  assert.match(tokErr.message, /session expired, sign in again/);
+  assert.equal(broken.state, 'closed');
+  const sendErr = await broken.send('c', 'x').then(() => undefined, (e) => e);
+  assert.ok(sendErr instanceof TokenError, `a send after the failed connect: got ${sendErr}`);
+});
+
+test("trackFrom now: the first listing's chats start at their newest message; a chat made later from its start", { timeout: 20000 }, async () => {
+  const a = await client('pam');
+  await a.connect();
+  const chat = (await a.directChat('quin')).id;
+  for (let i = 0; i < 3; i++) await a.send(chat, `old${i}`);
+  const q = await client('quin', { trackFrom: 'now' });
+  const rq = record(q);
+  await q.connect();
+  const fresh = await a.send(chat, 'new');
+  const later = (await a.createGroup(['quin'], 'later')).id;
+  await a.send(later, 'g0');
+  await waitFor(() => rq.of(chat).length === 1, 5000, () => `quin has ${rq.of(chat).length} in the direct chat`);
+  assert.deepEqual(rq.of(chat).map((m) => m.id), [fresh.id], 'no replay of the history before connecting');
+  await waitFor(() => rq.of(later).length === 1, 5000, () => `quin has ${rq.of(later).length} in the later chat`);
 });
