@@ -31,6 +31,8 @@ var allowedImports = map[string][]string{
 	"pkg/node":     {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "web"},
 	"cmd/chatd":    {"", "pkg/api", "pkg/node"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
+	// Examples use what an application outside the repository could.
+	"examples/bot": {"", "pkg/client"},
 
 	// Signals across the cluster; the API uses it through its own interfaces.
 	"pkg/signal": {"", "internal/logsample"},

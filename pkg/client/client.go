@@ -41,6 +41,12 @@ type Client struct {
 	// never interleave one chat's messages out of seq order.
 	deliverMu sync.Mutex
 	ready     []entry // guarded by deliverMu; reused by every deliver
+	// early holds live messages of untracked chats until the first listing
+	// says where each chat starts (TrackStart other than StartAtBeginning);
+	// handed out at once, such a message would track its chat from seq 0 and
+	// replay its history. Nil once listed. Guarded by deliverMu.
+	early  []chatd.Message
+	listed bool // the first listing is done; guarded by deliverMu
 
 	// mu guards the current session and the channel that announces the next.
 	mu      sync.Mutex
@@ -161,6 +167,9 @@ func (c *Client) deliver(msgs []chatd.Message, via Via) (dups int) {
 	c.deliverMu.Lock()
 	defer c.deliverMu.Unlock()
 	for _, m := range msgs {
+		if c.holdEarly(m, via) {
+			continue
+		}
 		ready, dup := c.tracker.add(c.ready[:0], m, via)
 		if dup {
 			dups++
@@ -176,6 +185,46 @@ func (c *Client) deliver(msgs []chatd.Message, via Via) (dups int) {
 		}
 	}
 	return dups
+}
+
+// holdEarly keeps m back when it is live, its chat untracked, and the first
+// listing of a TrackStart other than the beginning not yet done; deliverMu
+// must be held.
+func (c *Client) holdEarly(m chatd.Message, via Via) bool {
+	if c.listed || !c.cfg.TrackAll || c.cfg.TrackStart == StartAtBeginning || via != ViaLive {
+		return false
+	}
+	if _, tracked := c.tracker.contiguous(m.Chat); tracked {
+		return false
+	}
+	c.early = append(c.early, m)
+	return true
+}
+
+// trackListed tracks the chats of a listing: those of the first where
+// TrackStart says, later ones from their beginning. After the first it
+// hands out the live messages held for it, and reports which chats are new.
+func (c *Client) trackListed(chats []chatd.UserChat) []string {
+	c.deliverMu.Lock()
+	first := !c.listed
+	var fresh []string
+	for _, ch := range chats {
+		after := int64(0)
+		if first {
+			after = c.cfg.TrackStart.after(ch)
+		}
+		if c.tracker.track(ch.ID, after) {
+			fresh = append(fresh, ch.ID)
+		}
+	}
+	c.listed = true
+	early := c.early
+	c.early = nil
+	c.deliverMu.Unlock()
+	if len(early) > 0 {
+		c.deliver(early, ViaLive)
+	}
+	return fresh
 }
 
 // handOut pushes ready messages to Events, waiting for room (backpressure)

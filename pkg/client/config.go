@@ -47,6 +47,13 @@ type Config struct {
 	// TrackAll lists the caller's chats (GET /api/chats) after every hello and
 	// tracks each of them, so chats joined while offline are synced too.
 	TrackAll bool
+	// TrackStart is where TrackAll starts each chat of its first listing:
+	// StartAtBeginning (the zero value) hands out the chat's whole retained
+	// history once, StartNow only what comes after, StartUnread what the
+	// user has not marked read (Read), so a bot that marks what it handled
+	// resumes there after a restart. Chats that appear in later listings are
+	// new to the client and start at their beginning either way.
+	TrackStart Start
 
 	// HTTPClient makes the REST calls. Zero: a client of its own with a 30 s
 	// timeout, whose idle connections are closed when the client stops.

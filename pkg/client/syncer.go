@@ -140,10 +140,8 @@ func (y *syncer) listIfAsked(ctx context.Context) error {
 		y.mu.Lock()
 		y.list = false
 		y.mu.Unlock()
-		for _, ch := range chats {
-			if c.tracker.track(ch.ID, 0) {
-				y.schedule(ch.ID, 0, false)
-			}
+		for _, chat := range c.trackListed(chats) {
+			y.schedule(chat, 0, false)
 		}
 		return nil
 	case errors.Is(err, ErrUnauthorized):
