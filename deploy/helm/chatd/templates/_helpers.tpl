@@ -26,3 +26,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "chatd.secretName" -}}
 {{- default (include "chatd.fullname" .) .Values.secrets.existingSecret -}}
 {{- end -}}
+
+{{/* Every NATS server's URL, comma-separated, from nats.urls or nats.url. */}}
+{{- define "chatd.natsURL" -}}
+{{- if and .Values.nats.urls .Values.nats.url -}}
+{{- fail "set nats.urls or nats.url, not both" -}}
+{{- end -}}
+{{- $url := .Values.nats.url -}}
+{{- if .Values.nats.urls -}}
+{{- $url = join "," .Values.nats.urls -}}
+{{- end -}}
+{{- required "set nats.urls (a list) or nats.url (comma-separated): every server of the NATS cluster" $url -}}
+{{- end -}}
