@@ -125,3 +125,40 @@ func TestSystemdUnit(t *testing.T) {
 		}
 	}
 }
+
+// The single-machine unit runs chatd in embedded mode (no database or NATS
+// URL anywhere), over TLS from credentials, and shares its user with the
+// backup unit, which reaches PostgreSQL's private socket as that user.
+func TestSystemdSingleMachineUnits(t *testing.T) {
+	c := mustChatd(t)
+	d := unitDirectives(mustRead(t, "systemd/chatd.service"))
+	args, err := shellwords.Parse(d["ExecStart"][0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkArgs(t, c, "chatd.service ExecStart", args[1:])
+	for _, e := range d["Environment"] {
+		checkEnvNames(t, c, "chatd.service Environment="+e, e)
+	}
+	env := mustRead(t, "systemd/chatd-single.env.example")
+	checkEnvNames(t, c, "chatd-single.env.example", env)
+	for _, embeddedOff := range []string{"CHATD_DATABASE_URL=", "CHATD_NATS_URL="} {
+		if strings.Contains(env, "\n"+embeddedOff) || slices.ContainsFunc(d["Environment"], func(e string) bool { return strings.HasPrefix(e, embeddedOff) }) {
+			t.Errorf("the single-machine unit sets %s: that is cluster mode", embeddedOff)
+		}
+	}
+	if !slices.Contains(d["Environment"], "CHATD_TLS_CERT=%d/tls.crt") || !slices.Contains(d["Environment"], "CHATD_TLS_KEY=%d/tls.key") {
+		t.Errorf("chatd.service does not serve TLS from its credentials: Environment=%v", d["Environment"])
+	}
+	b := unitDirectives(mustRead(t, "systemd/chatd-backup.service"))
+	if d["User"][0] != "chatd" || b["User"][0] != "chatd" || b["DynamicUser"][0] != "yes" {
+		t.Errorf("chatd.service User=%v and chatd-backup.service User=%v DynamicUser=%v: want one dynamic user chatd", d["User"], b["User"], b["DynamicUser"])
+	}
+	if !strings.Contains(b["ExecStart"][0], "backup.sh --data-dir %S/chatd ") {
+		t.Errorf("chatd-backup.service ExecStart=%q does not dump chatd.service's data dir", b["ExecStart"][0])
+	}
+	timer := unitDirectives(mustRead(t, "systemd/chatd-backup.timer"))
+	if len(timer["OnCalendar"]) != 1 || (timer["Persistent"][0] != "yes" && timer["Persistent"][0] != "true") {
+		t.Errorf("chatd-backup.timer: OnCalendar=%v Persistent=%v, want a daily calendar that catches up", timer["OnCalendar"], timer["Persistent"])
+	}
+}
