@@ -287,10 +287,10 @@ func (b *badFleet) poison(ctx context.Context, w *badWriter, bc *badClient, sess
 		kind := b.cfg.poisonMix.pick(rand.Float64())
 		cid := b.runID + "-" + poisonName(kind) + "-" + strconv.Itoa(bc.idx) + "-" + strconv.Itoa(session) + "-" + strconv.Itoa(i)
 		msgType, data := poisonFrame(kind, i, bc.chat, cid, w.maxBody)
-		b.stats.poisonSent[kind].Add(1)
 		if !w.write(msgType, data) {
 			return
 		}
+		b.stats.poisonSent[kind].Add(1)
 	}
 }
 
@@ -312,10 +312,10 @@ func (b *badFleet) flood(ctx context.Context, w *badWriter, bc *badClient, sessi
 			}
 		}
 		chat := floodChat(i, bc, b.others, b.runID+"-x"+strconv.Itoa(session))
-		b.stats.typingSent.Add(1)
 		if !w.write(websocket.TextMessage, typingFrame(chat)) {
 			return
 		}
+		b.stats.typingSent.Add(1)
 	}
 }
 
