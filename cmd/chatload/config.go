@@ -58,6 +58,24 @@ type Config struct {
 	// ConnectRate bounds new connections per second during setup. Zero: 500.
 	ConnectRate int
 
+	// PoisonPct and TypingFloodPct of the clients are bad clients (see
+	// abuse.go), taken from Clients: the rest are the good clients, who
+	// make the scenario and carry Rate. Zero: none. With any bad client a
+	// good send refused for any reason fails the run, as a loss does.
+	PoisonPct, TypingFloodPct float64
+	// PoisonRate is each poison client's frames per second. Zero: 20.
+	PoisonRate float64
+	// PoisonMix weighs the poison kinds, "nul=8,oversize=1,garbage=1".
+	// Zero: defaultPoisonMix.
+	PoisonMix string
+	// TypingFloodRate is each flooding client's typing frames per second.
+	// Zero: as fast as the connection takes them.
+	TypingFloodRate float64
+	// Baseline is the JSON report of the same run without bad clients;
+	// when set, the good clients' live-delivery p99 must stay within
+	// baselineFactor of its. Zero: no comparison.
+	Baseline string
+
 	// URL targets a running chatd; empty starts one in-process (embedded).
 	// A comma-separated list targets several nodes of one cluster: client i
 	// connects to the (i mod n)-th, so the two clients of a pair sit on
@@ -85,7 +103,10 @@ type Config struct {
 	MaxPending  int
 	Grace       time.Duration
 
-	mix mixWeights // Mix parsed by setDefaults
+	mix           mixWeights    // Mix parsed by setDefaults
+	poisonMix     poisonWeights // PoisonMix parsed by setDefaults
+	poisonClients int           // of Clients, from PoisonPct
+	floodClients  int           // of Clients, from TypingFloodPct
 
 	// JSONPath and HTMLPath receive the report when set.
 	JSONPath, HTMLPath string
@@ -119,14 +140,25 @@ func (c *Config) setDefaults() error {
 	if c.Mix == "" {
 		c.Mix = defaultMix
 	}
+	c.poisonClients = badShare(c.Clients, c.PoisonPct)
+	c.floodClients = badShare(c.Clients, c.TypingFloodPct)
 	if c.TypingRate == 0 {
-		c.TypingRate = float64(c.Clients) / 5
+		c.TypingRate = float64(c.goodClients()) / 5
 	}
 	mix, err := parseMix(c.Mix)
 	if err != nil {
 		return err
 	}
 	c.mix = mix
+	if c.PoisonMix == "" {
+		c.PoisonMix = defaultPoisonMix
+	}
+	if c.poisonMix, err = parsePoisonMix(c.PoisonMix); err != nil {
+		return err
+	}
+	if c.PoisonRate == 0 {
+		c.PoisonRate = 20
+	}
 	setZero(&c.BodyBytes, 64)
 	setZero(&c.ConnectRate, 500)
 	if c.Drain <= 0 {
@@ -153,13 +185,25 @@ func (c *Config) setDefaults() error {
 	return c.validate()
 }
 
+// goodClients is the number of clients that make the scenario: all but
+// the bad ones.
+func (c *Config) goodClients() int { return c.Clients - c.poisonClients - c.floodClients }
+
 func (c *Config) validate() error {
 	var errs []error
-	if c.Scenario == scenarioPairs && (c.Clients < 2 || c.Clients%2 != 0) {
-		errs = append(errs, fmt.Errorf("pairs needs an even number of clients ≥ 2, got %d", c.Clients))
+	good := c.goodClients()
+	if c.Scenario == scenarioPairs && (good < 2 || good%2 != 0) {
+		errs = append(errs, fmt.Errorf("pairs needs an even number of good clients ≥ 2, got %d (%d clients, %d poison, %d typing flood)",
+			good, c.Clients, c.poisonClients, c.floodClients))
 	}
-	if (c.Scenario == scenarioGroups || c.Scenario == scenarioMixed) && (c.Members < 2 || c.Clients < c.Members) {
-		errs = append(errs, fmt.Errorf("%s needs ≥ 2 members and clients ≥ members, got %d members, %d clients", c.Scenario, c.Members, c.Clients))
+	if (c.Scenario == scenarioGroups || c.Scenario == scenarioMixed) && (c.Members < 2 || good < c.Members) {
+		errs = append(errs, fmt.Errorf("%s needs ≥ 2 members and good clients ≥ members, got %d members, %d good clients", c.Scenario, c.Members, good))
+	}
+	if c.PoisonPct < 0 || c.TypingFloodPct < 0 || c.PoisonPct+c.TypingFloodPct > 100 {
+		errs = append(errs, errors.New("poison-pct and typing-flood-pct are percentages (0–100 together)"))
+	}
+	if c.PoisonRate < 0 || c.TypingFloodRate < 0 {
+		errs = append(errs, errors.New("poison-rate and typing-flood-rate must be ≥ 0"))
 	}
 	if c.Rate < 0 || c.Duration <= 0 || c.Warmup < 0 {
 		errs = append(errs, errors.New("rate must be ≥ 0 and duration > 0, warmup ≥ 0"))
@@ -196,6 +240,12 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.DurationVar(&c.StallFor, "stall-for", 10*time.Second, "length of each stall")
 	fs.Float64Var(&c.DropPct, "drop-pct", 0, "percent of clients that drop their connection at random times")
 	fs.DurationVar(&c.DropEvery, "drop-every", 5*time.Second, "mean interval between a dropping client's drops")
+	fs.Float64Var(&c.PoisonPct, "poison-pct", 0, "percent of --clients that send only poison: NUL bodies, oversize bodies, garbage frames")
+	fs.Float64Var(&c.PoisonRate, "poison-rate", 20, "poison frames per second per poison client")
+	fs.StringVar(&c.PoisonMix, "poison-mix", defaultPoisonMix, "weights of the poison kinds")
+	fs.Float64Var(&c.TypingFloodPct, "typing-flood-pct", 0, "percent of --clients that flood typing frames over many chat ids, most not theirs")
+	fs.Float64Var(&c.TypingFloodRate, "typing-flood-rate", 0, "typing frames per second per flooding client (default: as fast as chatd reads)")
+	fs.StringVar(&c.Baseline, "baseline", "", "JSON report of the same run without bad clients: fail if live p99 is over 2× its")
 	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")
 	fs.IntVar(&c.ConnectRate, "connect-rate", 500, "new connections per second during setup")

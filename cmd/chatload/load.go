@@ -25,6 +25,12 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.Scenario == scenarioIdle {
 		cfg.Rate, cfg.Warmup = 0, 0
 	}
+	var baseP99 float64
+	if cfg.Baseline != "" {
+		if baseP99, err = loadBaseline(cfg.Baseline); err != nil {
+			return nil, err
+		}
+	}
 	tgt, err := startTarget(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -51,6 +57,10 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	fl.track()
+	bad, err := newBadFleet(ctx, &cfg, p, tgt, runID, fl.http)
+	if err != nil {
+		return nil, err
+	}
 
 	hc := &http.Client{Timeout: 5 * time.Second}
 	proc := newProcSampler(&cfg, tgt, hc)
@@ -78,7 +88,7 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	defer stopMonitor()
 
-	run := runLoadPhase(ctx, &cfg, rec, fl, mon, proc)
+	run := runLoadPhase(ctx, &cfg, rec, fl, bad, mon, proc)
 	mon.setPhase("drain")
 	dctx, dcancel := context.WithTimeout(ctx, cfg.Drain)
 	defer dcancel()
@@ -95,6 +105,14 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	mon.sample(ctx) // the final state, after the drain
 
 	rep = buildReport(&cfg, tgt, p, rec, fl, mon, run, deliveryDrain)
+	if bad != nil {
+		rep.Bad = buildBad(&cfg, bad.stats, rep.Rejects)
+		rep.Pass = rep.Pass && rep.Bad.Pass()
+	}
+	if cfg.Baseline != "" {
+		rep.Baseline = checkBaseline(cfg.Baseline, baseP99, rep.SendToDelivered.P99)
+		rep.Pass = rep.Pass && rep.Baseline.OK
+	}
 	if fl.mix != nil {
 		rep.Mixed = buildMixed(ctx, &cfg, p, rec, fl, clients)
 		rep.Pass = rep.Pass && rep.Mixed.StateMismatches == 0 && rep.Mixed.StateError == ""
@@ -119,8 +137,9 @@ type loadRun struct {
 }
 
 // runLoadPhase paces sends through warm-up and the measured duration,
-// with the fault injectors running, and stops the load.
-func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mon *monitor, proc procSampler) loadRun {
+// with the fault injectors and the bad clients (bad may be nil) running,
+// and stops the load.
+func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, bad *badFleet, mon *monitor, proc procSampler) loadRun {
 	var run loadRun
 	// PostgreSQL's CPU is its processes under chatd: the separate one of
 	// --pid, or this process when chatd is embedded.
@@ -142,9 +161,21 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, mo
 	fl.startTyping()
 	lctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
+	// The bad clients stop with the load: the drain after it is the good
+	// clients' delivery, which they must not be part of.
+	var bwg sync.WaitGroup
+	if bad != nil {
+		bwg.Add(1)
+		go func() {
+			defer bwg.Done()
+			bad.run(lctx)
+		}()
+	}
 	run.fired, run.backlogDropped = newPacer(cfg.Rate).run(lctx, fl.fire)
 	run.stoppedAt = time.Now()
 	run.elapsed = run.stoppedAt.Sub(start)
+	cancel()
+	bwg.Wait()
 	fl.stopLoad()
 	_, run.cpuStop, _ = proc.sample(ctx)
 	run.marksStop = readCPUMarks(rec.accepted.Load(), pgRoot)
@@ -178,6 +209,8 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 			"body_bytes": cfg.BodyBytes, "lease": cfg.Lease.String(), "max_attempts": cfg.MaxAttempts,
 			"max_pending": cfg.MaxPending, "grace": cfg.Grace.String(),
 			"mix": cfg.Mix, "meta_pct": cfg.MetaPct, "typing_rate": cfg.TypingRate,
+			"poison_pct": cfg.PoisonPct, "poison_rate": cfg.PoisonRate, "poison_mix": cfg.PoisonMix,
+			"typing_flood_pct": cfg.TypingFloodPct, "typing_flood_rate": cfg.TypingFloodRate,
 		},
 		Clients: len(p.users), Chats: len(p.chats), TargetRate: cfg.Rate,
 		Sent: rec.sent.Load(), Accepted: rc.Accepted, SkippedTurns: fl.skipped.Load() + run.backlogDropped,

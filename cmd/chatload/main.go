@@ -1,7 +1,9 @@
 // Command chatload drives chatd with many SDK clients and reconciles every
 // accepted message against what each recipient received, live or from
 // history. It exits 1 when any accepted message was lost (or handed to an
-// application twice), so it can gate CI; 2 when the run itself failed.
+// application twice), when, with bad clients (--poison-pct,
+// --typing-flood-pct), any good send was refused, or when the live p99 is
+// over twice --baseline's, so it can gate CI; 2 when the run itself failed.
 //
 //	chatload --scenario pairs --clients 600 --rate 2000 --duration 60s --html report.html
 package main

@@ -77,6 +77,11 @@ type Report struct {
 
 	// Mixed is the mixed scenario's part; absent in the others.
 	Mixed *MixedReport `json:"mixed,omitempty"`
+	// Bad is the bad clients' part; absent without them. Every figure above
+	// is the good clients' alone.
+	Bad *BadReport `json:"bad_clients,omitempty"`
+	// Baseline compares the live p99 with --baseline's; absent without it.
+	Baseline *BaselineCheck `json:"baseline,omitempty"`
 
 	Timeline []Sample `json:"timeline"`
 	Pass     bool     `json:"pass"`
@@ -101,6 +106,9 @@ func (r *Report) writeText(w io.Writer) {
 	p("== chatload %s: %s ==", r.Scenario, verdict)
 	p("target            %s (embedded=%v)", r.Target, r.Embedded)
 	p("clients           %d in %d chats (stalling %d, dropping %d)", r.Clients, r.Chats, r.StallingClients, r.DroppingClients)
+	if r.Bad != nil {
+		p("                  good clients only, here and below; the %d bad ones are reported at the end", r.Bad.PoisonClients+r.Bad.FloodClients)
+	}
 	p("accepted          %d of %d sent; %.1f/s in the measured window (target %.0f/s); skipped turns %d; unknown outcome %d",
 		r.Accepted, r.Sent, r.AcceptedRate, r.TargetRate, r.SkippedTurns, r.UnknownOutcome)
 	p("rejects           %s", fmtCounts(r.Rejects))
@@ -137,6 +145,14 @@ func (r *Report) writeText(w io.Writer) {
 	}
 	if r.Mixed != nil {
 		r.Mixed.writeText(p)
+	}
+	if r.Bad != nil {
+		p("good clients      accepted %d, lost %d, refused %d (%s); live p50 %.2f ms p99 %.2f ms",
+			r.Accepted, r.Lost, r.Bad.GoodRefused, fmtCounts(r.Rejects), r.SendToDelivered.P50, r.SendToDelivered.P99)
+		r.Bad.writeText(p)
+	}
+	if r.Baseline != nil {
+		r.Baseline.writeText(p)
 	}
 	if r.RSSPerConnKiB > 0 {
 		p("RSS/connection    %.1f KiB", r.RSSPerConnKiB)

@@ -29,14 +29,15 @@ type chatRef struct {
 // so repeated runs against one server never share a chat or a history.
 func newPlan(cfg *Config, runID string) *plan {
 	p := &plan{scenario: cfg.Scenario, chatIdx: make(map[string]int32)}
-	p.users = make([]string, cfg.Clients)
+	n := cfg.goodClients()
+	p.users = make([]string, n)
 	for i := range p.users {
 		p.users[i] = "L" + runID + "-" + strconv.Itoa(i)
 	}
-	p.clientChats = make([][]int32, cfg.Clients)
+	p.clientChats = make([][]int32, n)
 	switch cfg.Scenario {
 	case scenarioPairs:
-		for i := 0; i+1 < cfg.Clients; i += 2 {
+		for i := 0; i+1 < n; i += 2 {
 			p.addChat([]int{i, i + 1})
 		}
 	case scenarioGroups, scenarioMixed:
@@ -46,7 +47,7 @@ func newPlan(cfg *Config, runID string) *plan {
 		for g := range cfg.Groups {
 			members := make([]int, cfg.Members)
 			for j := range members {
-				members[j] = (g*cfg.Members + j) % cfg.Clients
+				members[j] = (g*cfg.Members + j) % n
 			}
 			p.addChat(members)
 		}

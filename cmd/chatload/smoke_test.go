@@ -124,3 +124,41 @@ func mustRun(t *testing.T, cfg Config) *Report {
 	}
 	return rep
 }
+
+// TestSmokeBadClients runs poison clients and a typing flooder beside the
+// good pairs against an embedded chatd: the tool must carry the run through
+// the bad connections' closes, report what they sent and were told, and
+// still reconcile the good clients exactly. Whether chatd kept the good
+// clients unharmed is the run's verdict (issue 30), not this test's.
+func TestSmokeBadClients(t *testing.T) {
+	cfg := Config{Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 3 * time.Second,
+		PoisonPct: 10, TypingFloodPct: 10, TypingFloodRate: 200, Progress: time.Second, Drain: 15 * time.Second}
+	var out strings.Builder
+	cfg.Out = &out
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := runLoad(ctx, cfg)
+	if err != nil {
+		t.Fatalf("runLoad: %v", err)
+	}
+	rep.writeText(&out)
+	t.Log("\n" + out.String())
+	if rep.Clients != 16 || rep.Accepted == 0 || rep.Lost != 0 {
+		t.Errorf("got %d good clients, %d accepted, %d lost; want 16, > 0, 0", rep.Clients, rep.Accepted, rep.Lost)
+	}
+	b := rep.Bad
+	if b == nil {
+		t.Fatalf("got no bad-client report")
+	}
+	if b.PoisonClients != 2 || b.FloodClients != 2 || b.Connects < 4 {
+		t.Errorf("got %d poison, %d flood clients, %d connects; want 2, 2, ≥ 4", b.PoisonClients, b.FloodClients, b.Connects)
+	}
+	if b.PoisonSent["nul"] == 0 || len(b.PoisonAnswers["nul"]) == 0 || b.TypingSent == 0 {
+		t.Errorf("got poison sent %v, answers %v, typing sent %d; want NUL sends answered and typing sent",
+			b.PoisonSent, b.PoisonAnswers, b.TypingSent)
+	}
+	if rep.Pass != (b.GoodRefused == 0) {
+		t.Errorf("got pass %v with %d good refusals, want pass exactly when none", rep.Pass, b.GoodRefused)
+	}
+}
