@@ -30,8 +30,8 @@ build:
 run: deps build
 	@echo "chatd: http://$(LISTEN)  (ready when /readyz answers 200)"
 	@echo "demo:  http://$(LISTEN)/  (sign in with any name: --dev-login, development only)"
-	@echo "token: ./bin/chatd token alice --data-dir $(DATA_DIR)"
-	./bin/chatd --listen $(LISTEN) --data-dir $(DATA_DIR) --dev-login
+	@echo "token: ./bin/chatd token alice --data-dir $(DATA_DIR)  (ops is an admin: docs/operations.md)"
+	./bin/chatd --listen $(LISTEN) --data-dir $(DATA_DIR) --dev-login --admin-users ops
 
 ## cluster: three nats-server, one PostgreSQL and three chatd as local processes (docs/cluster.md)
 cluster: deps build
