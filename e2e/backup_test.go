@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/client"
 )
 
@@ -56,6 +58,7 @@ func TestBackupRestoreIntoFreshDataDir(t *testing.T) {
 
 	dump := filepath.Join(t.TempDir(), "chatd.dump")
 	runScript(t, "backup.sh", "--data-dir", src.dataDir, dump) // online: chatd serves meanwhile
+	checkPrivateFile(t, dump)
 	src.terminate(t)
 	dst := &chatdProc{bin: bin, dataDir: mustDataDir(t), addr: freeAddr(t)}
 	runScript(t, "restore.sh", "--data-dir", dst.dataDir, dump)
@@ -77,6 +80,34 @@ func TestBackupRestoreIntoFreshDataDir(t *testing.T) {
 		if first := slices.MinFunc(slices.Concat(newA, newB), func(x, y client.Accepted) int { return cmp.Compare(x.Seq, y.Seq) }); first.Seq != int64(len(bc.sent))+1 {
 			t.Errorf("chat %s: first seq after the restore is %d, want %d (the restored last + 1)", bc.chat, first.Seq, len(bc.sent)+1)
 		}
+	}
+}
+
+// The dump holds every message ever accepted, so backup.sh must write it
+// readable by its owner only even when the caller's umask would let others
+// read what it creates (022, the common default).
+func TestBackupDumpIsPrivate(t *testing.T) {
+	dump := filepath.Join(t.TempDir(), "chatd.dump")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script := filepath.Join("..", "scripts", "backup.sh")
+	cmd := exec.CommandContext(ctx, "sh", "-c", `umask 022 && exec "$@"`, "sh", script, "--database-url", testpg.NewDatabase(t), dump)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("backup.sh: %v\n%s", err, out)
+	}
+	checkPrivateFile(t, dump)
+}
+
+// checkPrivateFile fails the test unless path is a file only its owner can
+// read or write.
+func checkPrivateFile(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("%s has mode %#o, want 0600", path, got)
 	}
 }
 

@@ -170,7 +170,7 @@ func (p *Postgres) startLocked(ctx context.Context, msg string) error {
 	if err := waitOrphan(ctx, p.dataDir); err != nil {
 		return err
 	}
-	if _, err := prepareSocketDir(p.dataDir, p.as); err != nil {
+	if err := ensureSocketDir(p.sockDir, p.as); err != nil {
 		return err
 	}
 	sup := newSupervisor(p.newCmd, p.ping, p.log, p.srvLog)
@@ -309,7 +309,9 @@ func (p *Postgres) stopLocked(ctx context.Context) error {
 }
 
 // removeFallbackSocketDir removes a socket dir under /tmp once the server
-// has gone (startLocked makes it again); one inside the cluster stays.
+// has gone; startLocked makes it again at the same path (the DSN must not
+// change) and refuses it if someone else created it meanwhile. One inside
+// the cluster stays.
 func (p *Postgres) removeFallbackSocketDir() {
 	if filepath.Dir(p.sockDir) != p.dataDir {
 		_ = os.Remove(p.sockDir) // best effort: a crashed server may leave its lock file

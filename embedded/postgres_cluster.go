@@ -93,38 +93,59 @@ func serverEnv() []string {
 	return append(env, "LC_ALL=C")
 }
 
-// prepareSocketDir returns the private socket directory for the cluster,
-// creating it. It is <dataDir>/socket unless that path is too long for a
-// unix socket, in which case it is a directory under /tmp named by a hash
-// of dataDir (stable across runs, so crashes do not litter /tmp).
+// prepareSocketDir creates the private socket directory for the cluster
+// and returns its path. It is <dataDir>/socket unless that path is too long
+// for a unix socket, in which case it is a new directory under /tmp with a
+// random name: anyone can create names in /tmp, so a name derived from
+// dataDir alone could be planted in advance by another local user, who
+// would then reach the server's trust-authenticated socket.
 func prepareSocketDir(dataDir string, as runAs) (string, error) {
 	dir := filepath.Join(dataDir, socketSubdir)
 	if len(dir)+len("/.s.PGSQL.65535") > maxSocketPath {
 		sum := sha256.Sum256([]byte(dataDir))
-		dir = filepath.Join("/tmp", "chatd-pg-"+hex.EncodeToString(sum[:6]))
+		var err error
+		if dir, err = os.MkdirTemp("/tmp", "chatd-pg-"+hex.EncodeToString(sum[:6])+"-"); err != nil {
+			return "", fmt.Errorf("socket dir: %w", err)
+		}
 	}
+	return dir, ensureSocketDir(dir, as)
+}
+
+// ensureSocketDir makes dir the server user's private directory, creating
+// it if it is missing (a restart after a stop removed the /tmp one). A
+// directory that exists already is used only if we or the server user own
+// it: one created by anyone else, or a symlink, is refused, never chowned.
+// The checks and changes go through one open descriptor, so the path
+// cannot be swapped between them.
+func ensureSocketDir(dir string, as runAs) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("socket dir: %w", err)
+		return fmt.Errorf("socket dir: %w", err)
 	}
-	// The /tmp fallback is world-writable territory: refuse a directory (or
-	// symlink) that someone else planted there.
-	fi, err := os.Lstat(dir)
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return "", fmt.Errorf("socket dir: %w", err)
+		return fmt.Errorf("socket dir %s (a directory, not a symlink): %w", dir, err)
 	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("socket dir %s is not a directory", dir)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("socket dir: %w", err)
 	}
-	if err := as.own(dir); err != nil {
-		return "", fmt.Errorf("socket dir: %w", err)
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("socket dir %s: no owner information", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() != 0 && int(st.Uid) != as.uid() {
-		return "", fmt.Errorf("socket dir %s is owned by uid %d, not us", dir, st.Uid)
+	if owner := int(st.Uid); owner != os.Geteuid() && owner != as.uid() {
+		return fmt.Errorf("socket dir %s is owned by uid %d, not by chatd or the server user; remove it", dir, owner)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return "", fmt.Errorf("socket dir: %w", err)
+	if as.cred != nil {
+		if err := f.Chown(int(as.cred.Uid), int(as.cred.Gid)); err != nil {
+			return fmt.Errorf("socket dir: %w", err)
+		}
 	}
-	return dir, nil
+	if err := f.Chmod(0o700); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	return nil
 }
 
 // waitOrphan handles a postmaster.pid left by an earlier run.

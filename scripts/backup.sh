@@ -9,8 +9,12 @@
 # (found in the cluster's postmaster.pid); when chatd is stopped, a
 # temporary server is started on the cluster for the dump and stopped
 # after (do not start chatd on DIR meanwhile). FILE is written whole or not
-# at all (FILE.partial, renamed at the end). Restore with scripts/restore.sh.
+# at all (FILE.partial, renamed at the end), readable by its owner only.
+# Restore with scripts/restore.sh.
 set -euo pipefail
+# The dump is the whole history of every chat: nothing this script creates
+# may be readable by other users, whatever the caller's umask.
+umask 077
 . "$(dirname "$0")/cluster-pglib.sh"
 
 [ $# -eq 3 ] || usage
@@ -44,6 +48,10 @@ case $mode in
 *) usage ;;
 esac
 
+# A FILE.partial left from before keeps its mode when pg_dump reopens it;
+# removing it first makes pg_dump create it under the umask above.
+rm -f "$out.partial"
 "$bindir/pg_dump" --format=custom --file="$out.partial" --dbname="$dsn"
+chmod 600 "$out.partial"
 mv "$out.partial" "$out"
 echo "backup: $out ($(du -h "$out" | cut -f1)), from $( [ "$mode" = --data-dir ] && echo "data dir $src" || echo "$src")" >&2

@@ -2,8 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -26,7 +29,15 @@ type historyPage struct {
 	Next     *string         `json:"next"`
 }
 
-// history: GET /api/chats/:id/messages?since=ID|after_seq=N&limit=N, members only.
+// historyUpPage is the body of a `before` page: Prev is the `before` of the
+// next older page, nil (JSON null) once the oldest retained message is in.
+type historyUpPage struct {
+	historyPage
+	Prev *int64 `json:"prev"`
+}
+
+// history: GET /api/chats/:id/messages?since=ID|after_seq=N|before=N&limit=N,
+// members only.
 func (s *Server) history(c *fiber.Ctx) error {
 	id, err := chatParam(c)
 	if err != nil {
@@ -49,6 +60,19 @@ func (s *Server) history(c *fiber.Ctx) error {
 	if page.Messages == nil {
 		page.Messages = []chatd.Message{}
 	}
+	if q.BeforeSeq > 0 {
+		// Messages at and above `before` exist or may come, so the forward
+		// cursor is the page's end whenever it has one; more means older.
+		up := historyUpPage{historyPage: page}
+		if len(msgs) > 0 {
+			next := msgs[len(msgs)-1].ID
+			up.Next = &next
+			if more {
+				up.Prev = &msgs[0].Seq
+			}
+		}
+		return c.JSON(up)
+	}
 	if more && len(msgs) > 0 {
 		next := msgs[len(msgs)-1].ID
 		page.Next = &next
@@ -56,13 +80,25 @@ func (s *Server) history(c *fiber.Ctx) error {
 	return c.JSON(page)
 }
 
-// historyQuery parses since/after_seq/limit. Bad values are 400 rather than
-// silently defaulted: a client paging with a broken cursor must learn of it.
+// historyParams are the query parameters history knows; any other is a 400
+// rather than ignored, so a misspelt cursor cannot silently page from the
+// start.
+var historyParams = []string{"since", "after_seq", "before", "limit"}
+
+// historyQuery parses since/after_seq/before/limit. Bad values are 400
+// rather than silently defaulted: a client paging with a broken cursor must
+// learn of it.
 func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
 	q := store.HistoryQuery{Limit: defaultPageLimit}
-	since, afterSeq, limit := c.Query("since"), c.Query("after_seq"), c.Query("limit")
+	if err := onlyParams(c, historyParams); err != nil {
+		return q, err
+	}
+	since, afterSeq, before := c.Query("since"), c.Query("after_seq"), c.Query("before")
 	if since != "" && afterSeq != "" {
 		return q, fmt.Errorf("since and after_seq are exclusive: %w", chatd.ErrInvalid)
+	}
+	if before != "" && (since != "" || afterSeq != "") {
+		return q, fmt.Errorf("before excludes since and after_seq: %w", chatd.ErrInvalid)
 	}
 	if since != "" {
 		if !wire.ValidMessageID(since) {
@@ -77,14 +113,52 @@ func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
 		}
 		q.AfterSeq = n
 	}
-	if limit != "" {
-		n, err := strconv.Atoi(limit)
+	if before != "" {
+		n, err := strconv.ParseInt(before, 10, 64)
 		if err != nil || n < 1 {
-			return q, fmt.Errorf("limit %.32q is not a number from 1 (values over %d are capped): %w", limit, maxPageLimit, chatd.ErrInvalid)
+			return q, fmt.Errorf("before %.32q is not a seq (1 or more): %w", before, chatd.ErrInvalid)
 		}
-		q.Limit = min(n, maxPageLimit)
+		q.BeforeSeq = n
+	}
+	if limit := c.Query("limit"); limit != "" {
+		n, err := pageLimit(limit)
+		if err != nil {
+			return q, err
+		}
+		q.Limit = n
 	}
 	return q, nil
+}
+
+// pageLimit parses a limit of 1 or more, capped at maxPageLimit however
+// large it is written (also beyond int64), as the contract says.
+func pageLimit(v string) (int, error) {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return maxPageLimit, nil
+	}
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("limit %.32q is not a number from 1 (values over %d are capped): %w", v, maxPageLimit, chatd.ErrInvalid)
+	}
+	return int(min(n, maxPageLimit)), nil
+}
+
+// onlyParams fails with chatd.ErrInvalid naming every query parameter of
+// c that is not in known.
+func onlyParams(c *fiber.Ctx, known []string) error {
+	var unknown []string
+	c.Context().QueryArgs().VisitAll(func(k, _ []byte) {
+		if name := string(k); !slices.Contains(known, name) && !slices.Contains(unknown, name) && len(unknown) < 5 {
+			unknown = append(unknown, name)
+		}
+	})
+	if len(unknown) == 0 {
+		return nil
+	}
+	for i, name := range unknown {
+		unknown[i] = fmt.Sprintf("%.32q", name)
+	}
+	return fmt.Errorf("unknown query parameter %s (known: %s): %w", strings.Join(unknown, ", "), strings.Join(known, ", "), chatd.ErrInvalid)
 }
 
 type postMessageRequest struct {

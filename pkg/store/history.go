@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/chatd/chatd"
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,7 @@ const (
 )
 
 // HistoryQuery selects a page of a chat's history. The page starts strictly
-// after the cursor.
+// after the cursor, or, with BeforeSeq, ends strictly below it.
 type HistoryQuery struct {
 	// SinceID is a message id; when set it wins over AfterSeq. An id not in
 	// this chat (purged by retention, never seen, another chat's) starts the
@@ -26,17 +27,27 @@ type HistoryQuery struct {
 	// AfterSeq is a seq cursor; 0 means from the oldest retained message.
 	// Negative is chatd.ErrInvalid.
 	AfterSeq int64
+	// BeforeSeq, when above 0, selects the Limit messages just below this
+	// seq instead (clients page up from the newest). It excludes SinceID
+	// and AfterSeq; negative is chatd.ErrInvalid.
+	BeforeSeq int64
 	// Limit is the page size: <= 0 means DefaultHistoryLimit, and values over
 	// MaxHistoryLimit are capped.
 	Limit int
 }
 
 // History returns one page of the chat's messages, oldest first by seq, and
-// whether more follow. It walks the unique (chat_id, seq) index. It does not
-// check that the chat exists or who asks: call IsMember first.
+// whether more follow (with BeforeSeq: whether older ones remain). It walks
+// the unique (chat_id, seq) index. It does not check that the chat exists
+// or who asks: call IsMember first.
 func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]chatd.Message, bool, error) {
-	if q.AfterSeq < 0 {
+	switch {
+	case q.AfterSeq < 0:
 		return nil, false, fmt.Errorf("history: after_seq %d: %w", q.AfterSeq, chatd.ErrInvalid)
+	case q.BeforeSeq < 0:
+		return nil, false, fmt.Errorf("history: before %d: %w", q.BeforeSeq, chatd.ErrInvalid)
+	case q.BeforeSeq > 0 && (q.AfterSeq > 0 || q.SinceID != ""):
+		return nil, false, fmt.Errorf("history: before excludes since and after_seq: %w", chatd.ErrInvalid)
 	}
 	limit := q.Limit
 	switch {
@@ -44,6 +55,9 @@ func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]c
 		limit = DefaultHistoryLimit
 	case limit > MaxHistoryLimit:
 		limit = MaxHistoryLimit
+	}
+	if q.BeforeSeq > 0 {
+		return s.historyBefore(ctx, chatID, q.BeforeSeq, limit)
 	}
 	after := q.AfterSeq
 	if q.SinceID != "" {
@@ -60,16 +74,48 @@ func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]c
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", chatID, err)
 	}
+	msgs, err := collectHistory(rows, chatID)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(msgs) > limit {
+		return msgs[:limit], true, nil
+	}
+	return msgs, false, nil
+}
+
+// historyBefore is History's page of the limit messages just below seq
+// before: read newest first down the index, then turned oldest first like
+// every page.
+func (s *Store) historyBefore(ctx context.Context, chatID string, before int64, limit int) ([]chatd.Message, bool, error) {
+	// One more row than asked tells whether older messages remain.
+	rows, err := s.pool.Query(ctx, `
+		select `+eventStateColumns+`
+		from history
+		where chat_id = $1 and seq < $2
+		order by seq desc
+		limit $3`, chatID, before, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", chatID, err)
+	}
+	msgs, err := collectHistory(rows, chatID)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(msgs) > limit
+	msgs = msgs[:min(len(msgs), limit)]
+	slices.Reverse(msgs)
+	return msgs, more, nil
+}
+
+func collectHistory(rows pgx.Rows, chatID string) ([]chatd.Message, error) {
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (chatd.Message, error) {
 		m := chatd.Message{Chat: chatID}
 		err := scanEventState(r, &m)
 		return m, err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("history of %s: %w", chatID, err)
+		return nil, fmt.Errorf("history of %s: %w", chatID, err)
 	}
-	if len(msgs) > limit {
-		return msgs[:limit], true, nil
-	}
-	return msgs, false, nil
+	return msgs, nil
 }

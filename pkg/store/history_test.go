@@ -121,4 +121,79 @@ func TestHistoryPagingUsesChatSeqIndex(t *testing.T) {
 	if !strings.Contains(string(text), `"Index Name":"history_chat_seq_key"`) || strings.Contains(string(text), `"Node Type":"Sort"`) {
 		t.Fatalf("plan does not page by the (chat_id, seq) index: %s", text)
 	}
+	// Paging up (BeforeSeq) walks the same index backwards.
+	if err := s.Pool().QueryRow(ctx, `explain (format json)
+		select msg_id from history where chat_id = $1 and seq < $2 order by seq desc limit $3`,
+		a.ID, 1500, 101).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	text, _ = json.Marshal(plan)
+	if !strings.Contains(string(text), `"Index Name":"history_chat_seq_key"`) || strings.Contains(string(text), `"Node Type":"Sort"`) {
+		t.Fatalf("plan does not page up by the (chat_id, seq) index: %s", text)
+	}
+}
+
+// Paging up from the newest with BeforeSeq walks the whole history in
+// pages of the seqs just below the cursor, each oldest first, and says
+// whether older messages remain; BeforeSeq with another cursor is invalid.
+func TestHistoryBeforeSeq(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice")
+	const total = 1000
+	want := mustFill(t, s, c.ID, "alice", total)
+	mustFill(t, s, mustGroup(t, s, "alice").ID, "alice", 5) // another chat's rows stay out
+
+	var got []chatd.Message
+	before := int64(total + 1)
+	for pages := 0; ; pages++ {
+		if pages > total {
+			t.Fatal("paging up does not end")
+		}
+		page, more, err := s.History(ctx, c.ID, store.HistoryQuery{BeforeSeq: before, Limit: 99})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(page); i++ {
+			if page[i].Seq != page[i-1].Seq+1 {
+				t.Fatalf("page below %d: seq %d after %d, want ascending", before, page[i].Seq, page[i-1].Seq)
+			}
+		}
+		if len(page) > 0 && page[len(page)-1].Seq != before-1 {
+			t.Fatalf("page below %d ends at seq %d, want %d", before, page[len(page)-1].Seq, before-1)
+		}
+		got = append(page, got...)
+		if !more {
+			break
+		}
+		before = page[0].Seq
+	}
+	if len(got) != total {
+		t.Fatalf("got %d messages, want %d", len(got), total)
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("message %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	for _, tt := range []struct {
+		name string
+		q    store.HistoryQuery
+		want int // messages; -1 means ErrInvalid
+	}{
+		{"below the first", store.HistoryQuery{BeforeSeq: 1}, 0},
+		{"far above the last", store.HistoryQuery{BeforeSeq: 1 << 62, Limit: 5}, 5},
+		{"with after_seq", store.HistoryQuery{BeforeSeq: 10, AfterSeq: 2}, -1},
+		{"with since", store.HistoryQuery{BeforeSeq: 10, SinceID: want[0].ID}, -1},
+		{"negative", store.HistoryQuery{BeforeSeq: -1}, -1},
+	} {
+		page, more, err := s.History(ctx, c.ID, tt.q)
+		switch {
+		case tt.want < 0 && !errors.Is(err, chatd.ErrInvalid):
+			t.Errorf("%s: got %v, want ErrInvalid", tt.name, err)
+		case tt.want >= 0 && (err != nil || len(page) != tt.want):
+			t.Errorf("%s: got %d messages (more %v, %v), want %d", tt.name, len(page), more, err, tt.want)
+		}
+	}
 }

@@ -4,7 +4,9 @@
 // The URL fragment holds `&`-separated parameters like a query string:
 // `#token=T` signs in (the fragment never reaches the server, so the token
 // stays out of its logs; the page removes it from the address bar), and
-// `#chat=ID` opens that chat with its history loaded.
+// `#chat=ID` opens that chat with its history loaded. A token for another
+// user than the one signed in to this tab is asked about before it is used:
+// a link anyone can send must not swap the identity the user writes as.
 //
 // What the SDK does (ack, dedupe, order by seq, resync after reconnect,
 // resend by cid) the app does not repeat: it shows what the SDK hands out.
@@ -86,6 +88,64 @@ function tokenExp(tok) {
     return 0;
   }
 }
+
+/** tokenSub reads a JWT's sub without verifying it ('' when unreadable). @param {string} tok */
+function tokenSub(tok) {
+  try {
+    const b64 = tok.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const sub = JSON.parse(atob(b64)).sub;
+    return typeof sub === 'string' ? sub : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * linkToken takes a token from a `#token=` link. With no token in this tab,
+ * or one for the same user, it becomes the tab's token and linkToken
+ * returns true. A token for another user is only offered: the page asks,
+ * and a yes stores it and reloads (a new identity starts clean); linkToken
+ * returns false and the tab keeps its user meanwhile.
+ * @param {string} tok
+ */
+function linkToken(tok) {
+  const current = sessionStorage.getItem('chatd.token');
+  if (current && tokenSub(current) !== tokenSub(tok)) {
+    askSwitch(tok, current);
+    return false;
+  }
+  sessionStorage.setItem('chatd.token', tok);
+  sessionStorage.removeItem('chatd.devUser');
+  return true;
+}
+
+/** @type {string} the token a link offered, while the page asks about it */
+let offered = '';
+
+/** askSwitch shows the question whether to switch to tok's user. @param {string} tok @param {string} current */
+function askSwitch(tok, current) {
+  offered = tok;
+  const to = tokenSub(tok).slice(0, 64) || 'an unknown user';
+  const from = tokenSub(current).slice(0, 64) || 'the current user';
+  $('switch-text').textContent =
+    `This link signs this tab in as ${to} instead of ${from}. Switch only if you asked for this link.`;
+  $('switch-accept').textContent = `Switch to ${to}`;
+  $('switch-decline').textContent = `Stay ${from}`;
+  $('switch-user').hidden = false;
+  $('switch-decline').focus();
+}
+
+$('switch-accept').addEventListener('click', () => {
+  sessionStorage.setItem('chatd.token', offered);
+  sessionStorage.removeItem('chatd.devUser');
+  offered = '';
+  location.reload();
+});
+
+$('switch-decline').addEventListener('click', () => {
+  offered = '';
+  $('switch-user').hidden = true;
+});
 
 /** devToken asks the development login for a token. @param {string} user */
 async function devToken(user) {
@@ -423,9 +483,7 @@ window.addEventListener('hashchange', () => {
   if (tok) {
     p.delete('token');
     setFragment(p);
-    sessionStorage.setItem('chatd.token', tok);
-    sessionStorage.removeItem('chatd.devUser');
-    location.reload(); // a new identity: start clean
+    if (linkToken(tok)) location.reload(); // a new token: start clean
     return;
   }
   const chat = p.get('chat');
@@ -811,8 +869,7 @@ async function start() {
   if (tok) {
     p.delete('token');
     setFragment(p); // out of the address bar, bookmarks and screenshots
-    sessionStorage.setItem('chatd.token', tok);
-    sessionStorage.removeItem('chatd.devUser');
+    linkToken(tok);
   }
   const saved = sessionStorage.getItem('chatd.token');
   if (saved) return signIn(saved, sessionStorage.getItem('chatd.devUser') ?? '');
