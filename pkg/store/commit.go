@@ -53,9 +53,12 @@ type Accepted struct {
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
 // (unknown chat), chatd.ErrForbidden (sender not a member),
-// chatd.ErrCIDConflict (the cid names the sender's message in another chat)
-// or chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes);
-// the message was not stored and Accepted is zero.
+// chatd.ErrCIDConflict (the cid names the sender's message in another chat),
+// chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes),
+// chatd.ErrInvalid (PostgreSQL refused the row: see CommitBatch) or
+// chatd.ErrUnavailable (its part of a batch split by CommitBatch failed:
+// resend with the same cid); the message was not stored and Accepted is
+// zero.
 type Outcome struct {
 	Accepted
 	Err error
@@ -76,6 +79,14 @@ const notifyChannel = "chatd_outbox"
 // order: docs/architecture.md, invariant 5), a history row and then its outbox
 // row with the chat's members frozen as recipients (invariant 1), and the
 // relays are notified.
+//
+// A row PostgreSQL refuses (any error of the classes rowError names: a NUL
+// in a text, a value a constraint refuses) does not fail the batch
+// (docs/architecture.md, invariant 6): the batch is committed again in
+// parts without it, and that send alone is refused with chatd.ErrInvalid.
+// Once parts of a batch have committed, a part whose transaction then
+// fails for another reason is refused with chatd.ErrUnavailable, send by
+// send, and the call returns no error.
 //
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
@@ -98,14 +109,24 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	if len(sends) == 0 {
 		return nil, nil
 	}
-	out, err := s.commitOnce(ctx, sends, false)
-	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
-		out, err = s.commitOnce(ctx, sends, true)
+	out, err := s.commitRetrying(ctx, sends, false)
+	if err != nil && rowError(err) {
+		return s.isolate(ctx, sends, err), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("commit batch: %w", err)
 	}
 	return out, nil
+}
+
+// commitRetrying commits sends in one transaction, retrying with the
+// duplicate lookup when an attempt failed for want of it (retryable).
+func (s *Store) commitRetrying(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
+	out, err := s.commitOnce(ctx, sends, findDuplicates)
+	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
+		out, err = s.commitOnce(ctx, sends, true)
+	}
+	return out, err
 }
 
 // errLookUpDuplicates ends a first attempt, made without the duplicate
@@ -119,8 +140,10 @@ var errCIDStored = errors.New("a send's (sender, cid) is already stored: look up
 
 // retryable reports an error another attempt, with the duplicates looked
 // up, resolves: the (sender, cid) was already stored (a resend, or a
-// concurrent batch stored it first), or two such batches deadlocked on it,
-// or a send was refused before its duplicate could be found.
+// concurrent batch stored it first), or two such batches deadlocked on it
+// (or PostgreSQL, run at a stricter isolation level, reports a
+// serialization failure: the transaction's, not a row's, so it is retried
+// whole), or a send was refused before its duplicate could be found.
 func retryable(err error) bool {
 	if errors.Is(err, errLookUpDuplicates) || errors.Is(err, errCIDStored) {
 		return true
@@ -129,7 +152,7 @@ func retryable(err error) bool {
 	if !errors.As(err, &pgErr) {
 		return false
 	}
-	return pgErr.Code == "40P01" ||
+	return pgErr.Code == "40P01" || pgErr.Code == "40001" ||
 		(pgErr.Code == "23505" && pgErr.ConstraintName == "history_sender_cid_key")
 }
 
