@@ -35,10 +35,11 @@ var poisons = []poison{
 }
 
 // docs/architecture.md, invariant 6 (batch isolation): batches mixing good
-// sends, resends and random poison rows (each a different error PostgreSQL
-// raises for one row) store every good send exactly once, in seq order with
-// no gaps, answer every resend with its original, and refuse each poison row
-// alone with chatd.ErrInvalid; the batch itself never fails.
+// sends, resends (of earlier batches and within the batch) and random
+// poison rows (each a different error PostgreSQL raises for one row) store
+// every good send exactly once, in seq order with no gaps, answer every
+// resend with its original, and refuse each poison row alone with
+// chatd.ErrInvalid; the batch itself never fails.
 func TestBatchIsolationPoisonRows(t *testing.T) {
 	s, _ := mustOpen(t)
 	ctx := context.Background()
@@ -55,8 +56,9 @@ func TestBatchIsolationPoisonRows(t *testing.T) {
 	}
 	type sent struct {
 		snd    store.Send
-		poison string // "" for a good send
-		orig   *chatd.Message
+		poison string         // "" for a good send
+		orig   *chatd.Message // a resend of an earlier batch's message
+		dupOf  int            // a resend of this batch's send dupOf-1; 0 if none
 	}
 	var good []chatd.Message // every stored good message, for resends
 	for round := range 40 {
@@ -73,7 +75,12 @@ func TestBatchIsolationPoisonRows(t *testing.T) {
 				p := poisons[rng.IntN(len(poisons))]
 				p.make(&snd, stored[chat])
 				batch[i] = sent{snd: snd, poison: p.name}
-			case r < 3 && len(good) > 0:
+			case r < 3 && i > 0 && batch[i-1].poison == "" && batch[i-1].orig == nil && batch[i-1].dupOf == 0:
+				// A resend within the batch of the send before it.
+				prev := batch[i-1].snd
+				snd.Chat, snd.From, snd.CID, snd.Body = prev.Chat, prev.From, prev.CID, "resent"
+				batch[i] = sent{snd: snd, dupOf: i}
+			case r < 4 && len(good) > 0:
 				// A resend: same sender, chat and cid, new id and body.
 				m := good[rng.IntN(len(good))]
 				snd.Chat, snd.From, snd.CID, snd.Body = m.Chat, m.From, m.CID, "resent"
@@ -96,6 +103,10 @@ func TestBatchIsolationPoisonRows(t *testing.T) {
 			case b.poison != "":
 				if !errors.Is(o.Err, chatd.ErrInvalid) {
 					t.Fatalf("round %d send %d (%s): got err %v, want one wrapping chatd.ErrInvalid", round, i, b.poison, o.Err)
+				}
+			case b.dupOf > 0:
+				if want := batch[b.dupOf-1].snd.ID; o.Err != nil || !o.Duplicate || o.Message.ID != want {
+					t.Fatalf("round %d send %d (resend of send %d): got %+v, err %v, want a duplicate of %s", round, i, b.dupOf-1, o.Accepted, o.Err, want)
 				}
 			case b.orig != nil:
 				if o.Err != nil || !o.Duplicate || o.Message.ID != b.orig.ID {
