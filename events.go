@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 )
 
 // EventKind is the kind of an event in a chat's seq log. The empty kind is
@@ -39,7 +38,8 @@ func (k EventKind) Normal() EventKind {
 // CheckMeta checks meta as the client encoded it and returns it compacted
 // (whitespace dropped, values and number texts untouched) or nil when it is
 // absent (empty or JSON null). It must be a JSON object of at most
-// MaxMetaBytes bytes: ErrTooLarge over it, ErrInvalid otherwise. Compacting
+// MaxMetaBytes bytes whose text CheckText takes, with no \u0000 or
+// lone-surrogate escape: ErrTooLarge over the limit, ErrInvalid otherwise. Compacting
 // makes the stored form equal to what encoding/json writes for it, so the
 // envelope's size can be computed without encoding it.
 func CheckMeta(meta []byte) (json.RawMessage, error) {
@@ -50,8 +50,14 @@ func CheckMeta(meta []byte) (json.RawMessage, error) {
 	if len(meta) > MaxMetaBytes {
 		return nil, fmt.Errorf("meta is %d bytes, the limit is %d: %w", len(meta), MaxMetaBytes, ErrTooLarge)
 	}
-	if t[0] != '{' || !json.Valid(t) || !utf8.Valid(t) {
+	if err := CheckText("meta", string(t)); err != nil {
+		return nil, err
+	}
+	if t[0] != '{' || !json.Valid(t) {
 		return nil, fmt.Errorf("meta must be a JSON object: %w", ErrInvalid)
+	}
+	if err := checkJSONText("meta", t); err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, t); err != nil {
@@ -60,16 +66,14 @@ func CheckMeta(meta []byte) (json.RawMessage, error) {
 	return b.Bytes(), nil
 }
 
-// CheckEmoji returns nil for an emoji of 1..MaxEmojiBytes bytes of valid
-// UTF-8, ErrTooLarge when longer and ErrInvalid otherwise.
+// CheckEmoji returns nil for an emoji of 1..MaxEmojiBytes bytes of text
+// CheckText takes, ErrTooLarge when longer and ErrInvalid otherwise.
 func CheckEmoji(emoji string) error {
 	switch {
 	case emoji == "":
 		return fmt.Errorf("emoji is empty: %w", ErrInvalid)
 	case len(emoji) > MaxEmojiBytes:
 		return fmt.Errorf("emoji is %d bytes, the limit is %d: %w", len(emoji), MaxEmojiBytes, ErrTooLarge)
-	case !utf8.ValidString(emoji):
-		return fmt.Errorf("emoji is not valid UTF-8: %w", ErrInvalid)
 	}
-	return nil
+	return CheckText("emoji", emoji)
 }

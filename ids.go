@@ -1,9 +1,6 @@
 package chatd
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
+import "fmt"
 
 // Identifier limits. User and device ids follow the wire contract
 // (1–64 chars of [A-Za-z0-9_-]); cids and chat ids use the same charset with
@@ -45,16 +42,23 @@ func validToken(s string, max int) bool {
 	return true
 }
 
-// CheckBody returns nil when body is 1..maxBytes bytes of valid UTF-8,
-// ErrTooLarge when it is longer, and ErrInvalid otherwise.
+// CheckBody returns nil when body is 1..maxBytes bytes of text CheckText
+// takes, ErrTooLarge when it is longer, and ErrInvalid otherwise.
 func CheckBody(body string, maxBytes int) error {
 	switch {
 	case len(body) == 0:
 		return fmt.Errorf("body is empty: %w", ErrInvalid)
 	case len(body) > maxBytes:
 		return fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), maxBytes, ErrTooLarge)
-	case !utf8.ValidString(body):
-		return fmt.Errorf("body is not valid UTF-8: %w", ErrInvalid)
 	}
-	return nil
+	return CheckText("body", body)
+}
+
+// CheckTitle returns nil for a group title of at most MaxTitleLen bytes of
+// text CheckText takes (empty is allowed), and ErrInvalid otherwise.
+func CheckTitle(title string) error {
+	if len(title) > MaxTitleLen {
+		return fmt.Errorf("title is %d bytes, the limit is %d: %w", len(title), MaxTitleLen, ErrInvalid)
+	}
+	return CheckText("title", title)
 }

@@ -38,6 +38,7 @@ const logEnv = "CHATD_TEST_PGLOG"
 var harness struct {
 	pg  *embedded.Postgres
 	seq atomic.Int64 // makes database names unique within the binary
+	log serverLog    // where the server's log lines go (see WatchLog)
 }
 
 // Main starts one embedded PostgreSQL for this test binary in a fresh
@@ -64,7 +65,9 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := embedded.StartPostgres(ctx, embedded.PostgresConfig{Dir: filepath.Join(dir, "pg"), Logger: logger()})
+	harness.log.stderr = os.Getenv(logEnv) != ""
+	log := slog.New(slog.NewTextHandler(&harness.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pg, err := embedded.StartPostgres(ctx, embedded.PostgresConfig{Dir: filepath.Join(dir, "pg"), Logger: log})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testpg: cannot start PostgreSQL for the tests: %v\n", err)
 		return 1
@@ -93,13 +96,6 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-func logger() *slog.Logger {
-	if os.Getenv(logEnv) == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Server returns this test binary's running server, for fault tests that

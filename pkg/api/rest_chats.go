@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/chatd/chatd"
 	"github.com/gofiber/fiber/v2"
@@ -15,11 +18,31 @@ func (s *Server) storeCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 }
 
 // decodeBody decodes a JSON request body into v; any failure is ErrInvalid.
+// A body that is not UTF-8 is refused, naming the field that is not:
+// encoding/json would replace the bytes with U+FFFD and store altered text.
 func decodeBody(c *fiber.Ctx, v any) error {
-	if err := json.Unmarshal(c.Body(), v); err != nil {
+	body := c.Body()
+	if !utf8.Valid(body) {
+		return fmt.Errorf("%s is not valid UTF-8: send text encoded as UTF-8: %w", notUTF8Field(body), chatd.ErrInvalid)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("request body: %w", chatd.ErrInvalid)
 	}
 	return nil
+}
+
+// notUTF8Field names the top-level field of a JSON object body whose value
+// is not UTF-8, or the request body as a whole.
+func notUTF8Field(body []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			if !utf8.Valid(fields[k]) {
+				return k
+			}
+		}
+	}
+	return "request body"
 }
 
 // chatParam is the :id of a chat route, checked before any store call.
@@ -42,8 +65,8 @@ func (s *Server) createChat(c *fiber.Ctx) error {
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	if len(req.Title) > chatd.MaxTitleLen {
-		return s.fail(c, fmt.Errorf("title longer than %d bytes: %w", chatd.MaxTitleLen, chatd.ErrInvalid))
+	if err := chatd.CheckTitle(req.Title); err != nil {
+		return s.fail(c, err)
 	}
 	for _, m := range req.Members {
 		if !chatd.ValidUserID(m) {

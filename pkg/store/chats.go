@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chatd/chatd"
 	"github.com/jackc/pgx/v5"
@@ -17,7 +16,7 @@ import (
 
 // CreateGroupChat creates a group chat with a new ULID id. The creator is
 // always a member; members are deduplicated. A bad user id or a title over
-// chatd.MaxTitleLen (or not UTF-8) is chatd.ErrInvalid; more members, the
+// chatd.MaxTitleLen (or text chatd.CheckText refuses) is chatd.ErrInvalid; more members, the
 // creator included, than Config.MaxGroupMembers is chatd.ErrTooManyMembers.
 func (s *Store) CreateGroupChat(ctx context.Context, creator, title string, members []string) (chatd.Chat, error) {
 	all, err := memberSet(creator, members)
@@ -28,8 +27,8 @@ func (s *Store) CreateGroupChat(ctx context.Context, creator, title string, memb
 		return chatd.Chat{}, fmt.Errorf("create group chat: %d members, the creator included; a group may have at most %d: %w",
 			len(all), s.maxGroupMembers, chatd.ErrTooManyMembers)
 	}
-	if len(title) > chatd.MaxTitleLen || !utf8.ValidString(title) {
-		return chatd.Chat{}, fmt.Errorf("create group chat: title: %w", chatd.ErrInvalid)
+	if err := chatd.CheckTitle(title); err != nil {
+		return chatd.Chat{}, fmt.Errorf("create group chat: %w", err)
 	}
 	c := chatd.Chat{ID: ulid.Make().String(), Kind: chatd.KindGroup, Title: title, Members: all}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

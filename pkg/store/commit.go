@@ -53,9 +53,12 @@ type Accepted struct {
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
 // (unknown chat), chatd.ErrForbidden (sender not a member),
-// chatd.ErrCIDConflict (the cid names the sender's message in another chat)
-// or chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes);
-// the message was not stored and Accepted is zero.
+// chatd.ErrCIDConflict (the cid names the sender's message in another chat),
+// chatd.ErrTooLarge (the envelope would exceed Send.MaxEnvelopeBytes),
+// chatd.ErrInvalid (PostgreSQL refused the row: see CommitBatch) or
+// chatd.ErrUnavailable (its part of a batch split by CommitBatch failed:
+// resend with the same cid); the message was not stored and Accepted is
+// zero.
 type Outcome struct {
 	Accepted
 	Err error
@@ -77,6 +80,14 @@ const notifyChannel = "chatd_outbox"
 // row with the chat's members frozen as recipients (invariant 1), and the
 // relays are notified.
 //
+// A row PostgreSQL refuses (any error of the classes rowError names: a NUL
+// in a text, a value a constraint refuses) does not fail the batch
+// (docs/architecture.md, invariant 6): the batch is committed again in
+// parts without it, and that send alone is refused with chatd.ErrInvalid.
+// Once parts of a batch have committed, a part whose transaction then
+// fails for another reason is refused with chatd.ErrUnavailable, send by
+// send, and the call returns no error.
+//
 // An error means the transaction failed and nothing of the batch is stored
 // (or, if COMMIT itself failed, the outcome is unknown: resending with the
 // same cids is always safe).
@@ -85,9 +96,11 @@ const notifyChannel = "chatd_outbox"
 // every send is new, and the insert checks the pair anyway through its
 // unique index, so the lookup was a second probe of the same index for
 // every message (8% of PostgreSQL's time per message, BENCHMARKS.md "Issue
-// 12, thirteenth pass"). A resend makes that insert fail with a unique
-// violation on (sender, cid); the batch is then committed again with the
-// lookup, which reports the duplicate (or, for another chat, the conflict).
+// 12, thirteenth pass"). The insert skips a resend's row (ON CONFLICT DO
+// NOTHING rather than a unique violation: a resend is routine, and the
+// server would log the violation as an error) and the attempt is abandoned;
+// the batch is then committed again with the lookup, which reports the
+// duplicate (or, for another chat, the conflict).
 // So is a batch that refused a send (not a member, no such chat...): a
 // resend's duplicate or conflict is its answer before any refusal. A
 // concurrent batch that stores the same pair between the lookup and the
@@ -96,9 +109,9 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	if len(sends) == 0 {
 		return nil, nil
 	}
-	out, err := s.commitOnce(ctx, sends, false)
-	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
-		out, err = s.commitOnce(ctx, sends, true)
+	out, err := s.commitRetrying(ctx, sends, false)
+	if err != nil && rowError(err) {
+		return s.isolate(ctx, sends, err), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("commit batch: %w", err)
@@ -106,23 +119,40 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	return out, nil
 }
 
+// commitRetrying commits sends in one transaction, retrying with the
+// duplicate lookup when an attempt failed for want of it (retryable).
+func (s *Store) commitRetrying(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
+	out, err := s.commitOnce(ctx, sends, findDuplicates)
+	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
+		out, err = s.commitOnce(ctx, sends, true)
+	}
+	return out, err
+}
+
 // errLookUpDuplicates ends a first attempt, made without the duplicate
 // lookup, that refused a send (see commitOnce).
 var errLookUpDuplicates = errors.New("a send was refused: look up duplicates first")
 
+// errCIDStored ends an attempt whose insert skipped a send because its
+// (sender, cid) was already stored: a resend, or a concurrent batch stored
+// it after the lookup.
+var errCIDStored = errors.New("a send's (sender, cid) is already stored: look up duplicates first")
+
 // retryable reports an error another attempt, with the duplicates looked
 // up, resolves: the (sender, cid) was already stored (a resend, or a
-// concurrent batch stored it first), or two such batches deadlocked on it,
-// or a send was refused before its duplicate could be found.
+// concurrent batch stored it first), or two such batches deadlocked on it
+// (or PostgreSQL, run at a stricter isolation level, reports a
+// serialization failure: the transaction's, not a row's, so it is retried
+// whole), or a send was refused before its duplicate could be found.
 func retryable(err error) bool {
-	if errors.Is(err, errLookUpDuplicates) {
+	if errors.Is(err, errLookUpDuplicates) || errors.Is(err, errCIDStored) {
 		return true
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
 	}
-	return pgErr.Code == "40P01" ||
+	return pgErr.Code == "40P01" || pgErr.Code == "40001" ||
 		(pgErr.Code == "23505" && pgErr.ConstraintName == "history_sender_cid_key")
 }
 
@@ -476,12 +506,12 @@ func (p *commitPlan) assign() {
 // then the chats' last_seq is raised and the relays notified in a second,
 // then the events' targets are updated (events.go). Arrays through unnest
 // beat COPY and per-row statements here (issue 3's measurements). The
-// rows' ids were drawn from their sequences in load, so the statement needs
-// no join between its two inserts and returns nothing: before, the outbox
-// rows took their history ids from the history insert's returning rows by
-// msg_id, and the outbox ids came back by another join (BENCHMARKS.md "Issue
-// 12, thirteenth pass"). Outbox ids follow batch order (the drawn ids are
-// sorted), so a chat's rows are relayed in seq order.
+// rows' ids were drawn from their sequences in load, so the outbox rows
+// need only the ids of the history rows the insert kept (a resend's is
+// skipped, see CommitBatch), not a join by msg_id for each id, and the
+// outbox ids need not come back (BENCHMARKS.md "Issue 12, thirteenth
+// pass"). Outbox ids follow batch order (the drawn ids are sorted), so a
+// chat's rows are relayed in seq order.
 func (p *commitPlan) write(ctx context.Context, conn pipeline) error {
 	b := &pgx.Batch{}
 	p.queueInsert(b)
@@ -512,10 +542,13 @@ func (p *commitPlan) queueInsert(b *pgx.Batch) {
 			select u.id, u.msg_id, u.chat_id, u.seq, u.sender, u.device, u.cid, u.body, u.created_at, u.kind, u.target, u.meta::json, u.emoji, u.react_on
 			from unnest($15::int8[], $1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
 				$9::text[], $10::text[], $11::text[], $12::text[], $13::bool[])
-				as u(id, msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on))
+				as u(id, msg_id, chat_id, seq, sender, device, cid, body, created_at, kind, target, meta, emoji, react_on)
+			on conflict (sender, cid) do nothing
+			returning id)
 		insert into outbox (id, history_id, recipients)
 		select u.id, u.history_id, string_to_array(u.r, ',')
-		from unnest($16::int8[], $15::int8[], $14::text[]) as u(id, history_id, r)`,
+		from unnest($16::int8[], $15::int8[], $14::text[]) as u(id, history_id, r)
+		where u.history_id in (select id from h)`,
 		c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
 		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips, c.historyIDs, c.outboxIDs)
 	// A data-modifying WITH runs whether or not the query reads it.
@@ -533,8 +566,12 @@ func (p *commitPlan) readInsert(br pgx.BatchResults) error {
 	if err != nil {
 		return fmt.Errorf("insert history and outbox: %w", err)
 	}
-	if tag.RowsAffected() != int64(len(p.fresh)) {
-		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", tag.RowsAffected(), len(p.fresh))
+	if n := tag.RowsAffected(); n < int64(len(p.fresh)) {
+		// The history insert skipped a stored (sender, cid), and its
+		// outbox row went with it (invariant 1).
+		return fmt.Errorf("insert history and outbox: %d rows for %d messages: %w", n, len(p.fresh), errCIDStored)
+	} else if n != int64(len(p.fresh)) {
+		return fmt.Errorf("insert history and outbox: %d outbox rows for %d messages", n, len(p.fresh))
 	}
 	for k, i := range p.fresh {
 		p.out[i].OutboxID = p.outboxIDs[k]

@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/chatd/chatd/internal/logsample"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,6 +69,7 @@ type Config struct {
 type Store struct {
 	pool             *pgxpool.Pool
 	log              *slog.Logger
+	sampled          *logsample.Sampler // what can repeat for every batch (a row refused)
 	minChatRetention time.Duration
 	maxGroupMembers  int
 	nodeID           string      // the payload of the commit's notification
@@ -101,8 +104,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	log = log.With("component", "store")
 	s := &Store{
-		pool: pool, log: log.With("component", "store"),
+		pool: pool, log: log, sampled: logsample.New(log, logsample.Config{}),
 		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
 		nodeID: cfg.NodeID, notify: cfg.Notify,
 	}
@@ -118,7 +122,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 
 // Close closes the pool, waiting for borrowed connections to come back.
 // Dedicated connections (ListenOutbox, RelayLock) are closed by their owners.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.pool.Close()
+	s.sampled.Flush()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
