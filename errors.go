@@ -28,6 +28,10 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable: a dependency (PostgreSQL, NATS) failed; nothing was accepted.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrOutcomeUnknown: the caller stopped waiting while its send's
+	// transaction was committing, which cannot be recalled: the send may or
+	// may not be stored. A resend with the same cid tells which.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrClosed: the component is shutting down.
 	ErrClosed = errors.New("closed")
 )

@@ -58,7 +58,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, "on SIGTERM, answer /readyz 503 and keep serving this long before draining, so a load balancer stops sending new sockets first")
 	f.String(&c.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/, without cmdline) on this address, e.g. 127.0.0.1:6060; keep it private")
 
-	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "inbound queue; beyond it a send is rejected overloaded")
+	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "sends held from submit to the end of their commit; beyond it a send is rejected overloaded")
 	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 128, "most messages per group-commit transaction")
 	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 10_000_000, "how long a batch waits to fill; longer costs PostgreSQL less per message, and every send up to this long")
 	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, "concurrent group-commit transactions")

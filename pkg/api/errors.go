@@ -33,8 +33,8 @@ func errorCode(err error) (code wire.Code, status int) {
 		return wire.CodeRateLimited, fiber.StatusTooManyRequests
 	case errors.Is(err, chatd.ErrOverloaded):
 		return wire.CodeOverloaded, fiber.StatusServiceUnavailable
-	case errors.Is(err, chatd.ErrUnavailable), errors.Is(err, chatd.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, chatd.ErrUnavailable), errors.Is(err, chatd.ErrOutcomeUnknown),
+		errors.Is(err, chatd.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return wire.CodeUnavailable, fiber.StatusServiceUnavailable
 	}
 	return wire.CodeInternal, fiber.StatusInternalServerError
@@ -56,6 +56,10 @@ func rejectCode(err error) wire.Code {
 	}
 	return wire.CodeOverloaded
 }
+
+// outcomeUnknownText is the error of a 503 whose send may have been stored
+// (docs/protocol.md, "REST details").
+const outcomeUnknownText = "outcome unknown: the send may have been stored; resend with the same cid"
 
 // errorBody is the JSON error of every REST failure.
 type errorBody struct {
@@ -83,6 +87,11 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 			s.log.Debug("request unavailable", "method", c.Method(), "path", c.Route().Path, "err", err)
 		}
 		msg = string(code)
+		if errors.Is(err, chatd.ErrOutcomeUnknown) {
+			// Unlike every other 503, the send may be stored: say so, so a
+			// client does not take "nothing stored" for granted.
+			msg = outcomeUnknownText
+		}
 	}
 	return writeError(c, status, code, msg)
 }

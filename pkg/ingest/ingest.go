@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -54,8 +55,10 @@ type Result struct {
 type Config struct {
 	// Store commits batches. Required.
 	Store Committer
-	// QueueSize bounds the inbound queue; a Submit beyond it fails with
-	// chatd.ErrOverloaded. Zero means 8000.
+	// QueueSize bounds the sends Ingest holds between Submit and the end of
+	// their commit: queued, waiting behind their chat's committing batch, or
+	// in a batch being gathered or committed. A Submit beyond it fails with
+	// chatd.ErrOverloaded at once. Zero means 8000.
 	QueueSize int
 	// BatchSize is the most sends one transaction carries. Zero means 128.
 	BatchSize int
@@ -150,18 +153,22 @@ func (c *Config) checkEnvelopeFits() error {
 		c.MaxBodyBytes, worst, c.MaxEnvelopeBytes, fits)
 }
 
-// item is one queued send with its answer callback.
+// item is one queued send with its answer: done, or for a Send its waiter.
 type item struct {
 	req    Request
 	done   func(Result)
+	wait   *waiter   // set by Send: the caller may give up before the commit (see shed.go)
 	queued time.Time // when Submit queued it: its batch's gather window starts here
 }
 
 // Ingest is the accept path. Safe for concurrent use. Submit may be called
 // before Run starts; nothing commits until Run runs.
 type Ingest struct {
-	cfg     Config
-	queue   chan item
+	cfg   Config
+	queue chan item
+	// held counts the sends between Submit and the end of their commit,
+	// wherever they are (see Config.QueueSize): the one bound on memory.
+	held    atomic.Int64
 	alarm   *fullAlarm
 	metrics *metrics
 	log     *slog.Logger
@@ -177,16 +184,17 @@ func New(cfg Config) (*Ingest, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m := newMetrics(cfg.Registerer)
 	log := cfg.Logger.With("component", "ingest")
-	return &Ingest{
-		cfg:     cfg,
+	in := &Ingest{
+		cfg: cfg,
+		// held admits at most QueueSize sends, so the channel never fills.
 		queue:   make(chan item, cfg.QueueSize),
 		alarm:   newFullAlarm(),
-		metrics: m,
 		log:     log,
 		sampled: logsample.New(log, logsample.Config{}),
-	}, nil
+	}
+	in.metrics = newMetrics(cfg.Registerer, func() float64 { return float64(in.held.Load()) })
+	return in, nil
 }
 
 // MaxBodyBytes is the body limit in force (for the gateway's hello).
@@ -194,11 +202,15 @@ func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
 
 // Submit validates req and queues it without blocking. It returns an error
 // wrapping chatd.ErrInvalid or chatd.ErrTooLarge for bad input,
-// chatd.ErrOverloaded when the queue is full and chatd.ErrClosed once
-// shutdown began; then done is never called. Otherwise done is called exactly
-// once, from a commit worker, after the send's batch committed or failed;
-// done must not block.
+// chatd.ErrOverloaded when Ingest already holds QueueSize sends and
+// chatd.ErrClosed once shutdown began; then done is never called. Otherwise
+// done is called exactly once, from a commit worker, after the send's batch
+// committed or failed; done must not block.
 func (in *Ingest) Submit(req Request, done func(Result)) error {
+	return in.submit(req, done, nil)
+}
+
+func (in *Ingest) submit(req Request, done func(Result), w *waiter) error {
 	if err := in.validate(&req); err != nil {
 		in.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
@@ -208,31 +220,22 @@ func (in *Ingest) Submit(req Request, done func(Result)) error {
 	if in.closed {
 		return chatd.ErrClosed
 	}
+	if !in.hold() {
+		return in.overloaded()
+	}
 	select {
-	case in.queue <- item{req: req, done: done, queued: time.Now()}:
+	case in.queue <- item{req: req, done: done, wait: w, queued: time.Now()}:
 		in.alarm.queued(len(in.queue))
-		in.metrics.queued.Inc()
 		return nil
-	default:
-		in.metrics.rejected.WithLabelValues("overloaded").Inc()
-		return fmt.Errorf("inbound queue full (%d): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
+	default: // not reached while held bounds what the channel holds
+		in.unhold(1)
+		return in.overloaded()
 	}
 }
 
-// Send submits req and waits for its Result: the blocking form for REST.
-// The returned error is Submit's (nothing was queued) or ctx's; a queued
-// send that failed reports its failure in Result.Err.
-func (in *Ingest) Send(ctx context.Context, req Request) (Result, error) {
-	ch := make(chan Result, 1)
-	if err := in.Submit(req, func(r Result) { ch <- r }); err != nil {
-		return Result{}, err
-	}
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
-	}
+func (in *Ingest) overloaded() error {
+	in.metrics.rejected.WithLabelValues("overloaded").Inc()
+	return fmt.Errorf("ingest holds %d sends (queue size): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
 }
 
 func (in *Ingest) validate(r *Request) error {

@@ -13,12 +13,12 @@ type metrics struct {
 	duplicates    prometheus.Counter
 	failedBatches prometheus.Counter
 	rejected      *prometheus.CounterVec
-	queued        prometheus.Gauge
 	batchSize     prometheus.Histogram
 	commitSeconds prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics builds the metrics; held reports the sends Ingest holds.
+func newMetrics(reg prometheus.Registerer, held func() float64) *metrics {
 	// promauto.With(nil) builds without registering (tests, a component
 	// used alone); a duplicate name on the app registry is a wiring bug and panics.
 	f := promauto.With(reg)
@@ -35,9 +35,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rejected: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ingest_rejected_total", Help: "Sends not accepted, by reason.",
 		}, []string{"reason"}),
-		queued: f.NewGauge(prometheus.GaugeOpts{
-			Name: "chatd_ingest_queue_depth", Help: "Sends waiting in the inbound queue.",
-		}),
 		batchSize: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "chatd_ingest_batch_size", Help: "Sends per group-commit batch.",
 			Buckets: []float64{1, 2, 4, 8, 16, 36, 64, 128, 256},
@@ -47,6 +44,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
+	// Read from the bound's own counter at scrape time: nothing per send.
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chatd_ingest_queue_depth",
+		Help: "Sends held between submit and the end of their commit (queued, waiting for their chat, in a batch); at --queue-size sends are refused overloaded.",
+	}, held)
 	return m
 }
 

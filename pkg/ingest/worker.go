@@ -43,9 +43,14 @@ func (w *worker) loop(work <-chan *flight, done chan<- *flight) {
 
 // commit stores the batch in one transaction and answers every sender:
 // accepted only after the commit returned (G1), then the fast-path hook.
+// The batch stops counting against the bound before its senders are
+// answered, so a sender told to resend finds room for it.
 func (w *worker) commit() {
 	in := w.in
-	in.metrics.queued.Sub(float64(len(w.batch)))
+	w.claimBatch()
+	if len(w.batch) == 0 {
+		return
+	}
 	now := in.cfg.Now().UTC()
 	w.sends = w.sends[:0]
 	for _, it := range w.batch {
@@ -69,12 +74,13 @@ func (w *worker) commit() {
 	cancel()
 	in.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	in.metrics.batchSize.Observe(float64(len(w.batch)))
+	in.unhold(len(w.batch))
 	if err != nil {
 		in.metrics.failedBatches.Inc()
 		in.sampled.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
 		failed := Result{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
 		for _, it := range w.batch {
-			it.done(failed)
+			it.answer(failed)
 		}
 		w.clear()
 		return
@@ -85,13 +91,13 @@ func (w *worker) commit() {
 		switch {
 		case o.Err != nil:
 			in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
-			it.done(Result{Err: o.Err})
+			it.answer(Result{Err: o.Err})
 		case o.Duplicate:
 			in.metrics.duplicates.Inc()
-			it.done(Result{Message: o.Message, Duplicate: true})
+			it.answer(Result{Message: o.Message, Duplicate: true})
 		default:
 			in.metrics.accepted.Inc()
-			it.done(Result{Message: o.Message})
+			it.answer(Result{Message: o.Message})
 			w.fresh = append(w.fresh, o.Accepted)
 		}
 	}
