@@ -29,6 +29,11 @@ const (
 	// DefaultPresenceAudience is the largest chat whose members hear of a
 	// member's presence (docs/protocol.md).
 	DefaultPresenceAudience = 256
+	// DefaultPresenceLastSeenEntries is how many users' last_seen a node
+	// keeps in memory; older ones are read from PostgreSQL. It is far
+	// above presenceQueue, so a transition is handed to be recorded long
+	// before its user is let go of here.
+	DefaultPresenceLastSeenEntries = 10000
 )
 
 // presenceQueue bounds the transitions waiting for their audience lookup;
@@ -57,6 +62,10 @@ type PresenceConfig struct {
 	// the users this node has not seen go offline (it started later, or the
 	// whole cluster restarted). Nil: last_seen is only what this node saw.
 	LastSeen LastSeenStore
+	// LastSeenEntries bounds how many users' last_seen this node keeps in
+	// memory, those it saw go offline most recently; Lookup reads the
+	// others' from LastSeen. Zero means DefaultPresenceLastSeenEntries.
+	LastSeenEntries int
 	// Bucket is the KV bucket. Zero means DefaultPresenceBucket.
 	Bucket string
 	// Replicas of the bucket. Zero means 1.
@@ -143,6 +152,9 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 	if cfg.Audience <= 0 {
 		cfg.Audience = DefaultPresenceAudience
 	}
+	if cfg.LastSeenEntries <= 0 {
+		cfg.LastSeenEntries = DefaultPresenceLastSeenEntries
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -162,7 +174,7 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 		cfg: cfg, inc: ulid.Make().String(), pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
-		table: newPresenceTable(cfg.TTL, cfg.NodeID), metrics: newPresenceMetrics(cfg.Registerer),
+		table: newPresenceTable(cfg.TTL, cfg.NodeID, cfg.LastSeenEntries), metrics: newPresenceMetrics(cfg.Registerer),
 	}, nil
 }
 

@@ -48,18 +48,24 @@ func connectJS(t testing.TB, srv *embedded.NATS) (*nats.Conn, jetstream.JetStrea
 	return nc, js
 }
 
-func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNode {
+// startPresenceNode starts node id's Presence on srv; opts adjust its
+// config.
+func startPresenceNode(t testing.TB, srv *embedded.NATS, id string, opts ...func(*PresenceConfig)) *presenceNode {
 	t.Helper()
 	nc, js := connectJS(t, srv)
 	n := &presenceNode{nc: nc, signals: make(chan chatd.Signal, 1024)}
-	var err error
-	n.p, err = NewPresence(PresenceConfig{
+	cfg := PresenceConfig{
 		JS: js, NodeID: id, TTL: testTTL, Refresh: testRefresh,
 		Contacts: func(context.Context, string, int) ([]string, error) { return []string{"watcher"}, nil },
 		// The watcher sees everyone.
 		ContactsAmong: func(_ context.Context, _ string, among []string, _ int) ([]string, error) { return among, nil },
 		Deliver:       func(s chatd.Signal) { n.signals <- s },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var err error
+	n.p, err = NewPresence(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
