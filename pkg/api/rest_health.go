@@ -2,10 +2,17 @@ package api
 
 import (
 	"context"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
+
+// ReadyCheckTTL is how long one readiness check answers /readyz: a
+// dependency that fails shows as not ready at most this long after.
+const ReadyCheckTTL = time.Second
 
 // healthz is liveness: the process serves HTTP.
 func (s *Server) healthz(c *fiber.Ctx) error {
@@ -13,18 +20,86 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 }
 
 // readyz is readiness: the dependencies Config.Ready checks are reachable
-// and the server is not shutting down (see Unready).
+// and the server is not shutting down (see Unready). The dependencies are
+// checked through s.ready, at most once per ReadyCheckTTL; shutting down
+// shows at once.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.unready.Load() || s.gw.closing() {
 		return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "shutting down")
 	}
 	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.Warn("not ready", "err", err)
+		if err := s.ready.check(c.UserContext()); err != nil {
 			return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "not ready")
 		}
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// readyCache runs a readiness check for many callers: a result younger than
+// ttl (by now) answers them all, and callers that come while a check runs
+// wait for that one. /readyz is public behind the compose proxy, and each
+// check costs a PostgreSQL ping, a schema query and a JetStream round trip,
+// so a flood of probes must not turn into a flood of checks. Safe for
+// concurrent use.
+type readyCache struct {
+	fn      func(context.Context) error
+	ttl     time.Duration
+	timeout time.Duration // bounds one check, whoever is waiting
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	at     time.Time    // when the cached result's check started; zero: none yet
+	err    error        // the cached result
+	flight *readyFlight // the check running now; nil when none
+}
+
+// readyFlight is one check in progress; err is set before done closes.
+type readyFlight struct {
+	done chan struct{}
+	err  error
+}
+
+func newReadyCache(fn func(context.Context) error, ttl, timeout time.Duration, now func() time.Time, log *slog.Logger) *readyCache {
+	return &readyCache{fn: fn, ttl: ttl, timeout: timeout, now: now, log: log}
+}
+
+// check returns the cached result while it is fresh; else it joins the
+// check in flight, or runs one itself in the caller's goroutine. ctx bounds
+// only the caller's wait: the check runs detached from it, so one caller
+// that goes away does not fail the others waiting on the same check.
+func (r *readyCache) check(ctx context.Context) error {
+	r.mu.Lock()
+	start := r.now()
+	if !r.at.IsZero() && start.Sub(r.at) < r.ttl {
+		err := r.err
+		r.mu.Unlock()
+		return err
+	}
+	if f := r.flight; f != nil {
+		r.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f := &readyFlight{done: make(chan struct{})}
+	r.flight = f
+	r.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+	f.err = r.fn(cctx)
+	cancel()
+	if f.err != nil {
+		r.log.Warn("not ready", "err", f.err)
+	}
+	r.mu.Lock()
+	// Stamped with the check's start: a result is never taken for newer
+	// than what it saw.
+	r.at, r.err, r.flight = start, f.err, nil
+	r.mu.Unlock()
+	close(f.done)
+	return f.err
 }

@@ -18,9 +18,11 @@ type presenceJSON struct {
 	LastSeen *time.Time `json:"last_seen,omitempty"`
 }
 
-// presence answers GET /api/presence?users=a,b with what the cluster knows
-// of each: online, or offline with last_seen when known (a never-seen user
-// is just offline). There is no snapshot on the WebSocket: clients ask here.
+// presence answers GET /api/presence?users=a,b with what the caller may
+// know of each: online, or offline with last_seen when known, for the
+// caller's contacts (the audience of live presence); anyone else, like a
+// never-seen user, is just offline. There is no snapshot on the WebSocket:
+// clients ask here.
 func (s *Server) presence(c *fiber.Ctx) error {
 	var users []string
 	for _, u := range strings.Split(c.Query("users"), ",") {
@@ -42,7 +44,7 @@ func (s *Server) presence(c *fiber.Ctx) error {
 	states := make([]chatd.Presence, len(users))
 	if s.cfg.Presence != nil {
 		var err error
-		if states, err = s.cfg.Presence.Lookup(c.UserContext(), users); err != nil {
+		if states, err = s.cfg.Presence.Lookup(c.UserContext(), identity(c).User, users); err != nil {
 			return s.fail(c, err)
 		}
 	}

@@ -39,6 +39,8 @@ type Server struct {
 
 	// unready makes /readyz fail; set by Unready, first step of shutdown.
 	unready atomic.Bool
+	// ready runs Config.Ready for /readyz, at most once per ReadyCheckTTL.
+	ready *readyCache
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -77,6 +79,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.gw = newGateway(s)
 	s.members = newMemberCache(cfg.Chats, cfg.Now)
+	s.ready = newReadyCache(cfg.Ready, ReadyCheckTTL, cfg.StoreTimeout, cfg.Now, log)
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		// Immutable: strings taken from a request (params, queries) are

@@ -23,9 +23,11 @@ type Presence interface {
 	Connected(user string)
 	// Disconnected: user's last session on this node ended. As Connected.
 	Disconnected(user string)
-	// Lookup returns what the cluster knows of each user, in order; it may
-	// read the stored last_seen of users this node has not seen go offline.
-	Lookup(ctx context.Context, users []string) ([]chatd.Presence, error)
+	// Lookup returns what viewer may know of each user, in order: only
+	// users who share a chat with viewer (as live presence) show online or
+	// last_seen. It may read the stored last_seen of users this node has
+	// not seen go offline.
+	Lookup(ctx context.Context, viewer string, users []string) ([]chatd.Presence, error)
 }
 
 // localSignals is the Signaler of a Server without Config.Signals: signals

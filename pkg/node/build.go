@@ -84,7 +84,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
-		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
+		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, ContactsAmong: n.Store.ContactsAmong, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
 		Bucket: cfg.presenceBucket(), Replicas: cfg.StreamReplicas,
 		TTL: cfg.PresenceTTL, Refresh: cfg.PresenceRefresh, Audience: cfg.PresenceAudience,
 		Logger: n.log, Registerer: n.reg,

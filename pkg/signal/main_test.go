@@ -3,7 +3,9 @@ package signal
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/chatd/chatd/internal/testpg"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain starts the test binary's PostgreSQL (last_seen's store) and,
+// once the tests are done, fails the binary if goroutines leaked.
+func TestMain(m *testing.M) { testpg.Main(m) }

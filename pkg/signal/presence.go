@@ -29,6 +29,11 @@ const (
 	// DefaultPresenceAudience is the largest chat whose members hear of a
 	// member's presence (docs/protocol.md).
 	DefaultPresenceAudience = 256
+	// DefaultPresenceLastSeenEntries is how many users' last_seen a node
+	// keeps in memory; older ones are read from PostgreSQL. It is far
+	// above presenceQueue, so a transition is handed to be recorded long
+	// before its user is let go of here.
+	DefaultPresenceLastSeenEntries = 10000
 )
 
 // presenceQueue bounds the transitions waiting for their audience lookup;
@@ -45,6 +50,10 @@ type PresenceConfig struct {
 	// Contacts returns who hears of user's presence: the users sharing a
 	// chat of at most maxMembers members with user. Required.
 	Contacts func(ctx context.Context, user string, maxMembers int) ([]string, error)
+	// ContactsAmong returns those of among who share a chat of at most
+	// maxMembers members with user: whose presence Lookup shows user. Nil
+	// means Contacts(user) filtered to among.
+	ContactsAmong func(ctx context.Context, user string, among []string, maxMembers int) ([]string, error)
 	// Deliver hands a presence signal to this node's live connections; it
 	// must not block. Required.
 	Deliver func(chatd.Signal)
@@ -53,6 +62,10 @@ type PresenceConfig struct {
 	// the users this node has not seen go offline (it started later, or the
 	// whole cluster restarted). Nil: last_seen is only what this node saw.
 	LastSeen LastSeenStore
+	// LastSeenEntries bounds how many users' last_seen this node keeps in
+	// memory, those it saw go offline most recently; Lookup reads the
+	// others' from LastSeen. Zero means DefaultPresenceLastSeenEntries.
+	LastSeenEntries int
 	// Bucket is the KV bucket. Zero means DefaultPresenceBucket.
 	Bucket string
 	// Replicas of the bucket. Zero means 1.
@@ -139,6 +152,9 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 	if cfg.Audience <= 0 {
 		cfg.Audience = DefaultPresenceAudience
 	}
+	if cfg.LastSeenEntries <= 0 {
+		cfg.LastSeenEntries = DefaultPresenceLastSeenEntries
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -158,7 +174,7 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 		cfg: cfg, inc: ulid.Make().String(), pub: pub, log: log, sampled: logsample.New(log, logsample.Config{}),
 		wake: make(chan struct{}, 1), changes: make(chan presenceChange, presenceQueue),
 		local: make(map[string]bool), pending: make(map[string]struct{}),
-		table: newPresenceTable(cfg.TTL, cfg.NodeID), metrics: newPresenceMetrics(cfg.Registerer),
+		table: newPresenceTable(cfg.TTL, cfg.NodeID, cfg.LastSeenEntries), metrics: newPresenceMetrics(cfg.Registerer),
 	}, nil
 }
 
@@ -188,15 +204,25 @@ func (p *Presence) signalWake() {
 	}
 }
 
-// Lookup returns what the cluster knows of each user's presence, in order:
-// online from this node's view of the bucket, and for an offline user the
-// last_seen this node saw, else the stored one (one query for all such
-// users; none when every user is online or seen here).
-func (p *Presence) Lookup(ctx context.Context, users []string) ([]chatd.Presence, error) {
+// Lookup returns what viewer may know of each user's presence, in order.
+// viewer sees the users who share a chat with them, of at most Audience
+// members, as live presence tells them (and themselves): online from this
+// node's view of the bucket, and for an offline user the last_seen this
+// node saw, else the stored one (one query for all such users). Anyone
+// else looks like a user never seen: offline, no last_seen; so presence
+// cannot be polled for arbitrary user ids.
+func (p *Presence) Lookup(ctx context.Context, viewer string, users []string) ([]chatd.Presence, error) {
+	visible, err := p.visible(ctx, viewer, users)
+	if err != nil {
+		return nil, fmt.Errorf("presence: %w", err)
+	}
 	out := make([]chatd.Presence, len(users))
 	var unknown []string
 	p.mu.Lock()
 	for i, u := range users {
+		if !visible[u] {
+			continue
+		}
 		out[i] = p.table.lookup(u)
 		if !out[i].Online && out[i].LastSeen.IsZero() {
 			unknown = append(unknown, u)
@@ -211,8 +237,43 @@ func (p *Presence) Lookup(ctx context.Context, users []string) ([]chatd.Presence
 		return nil, fmt.Errorf("presence: %w", err)
 	}
 	for i, u := range users {
-		if at, ok := stored[u]; ok && !out[i].Online && out[i].LastSeen.IsZero() {
+		if at, ok := stored[u]; ok && visible[u] && !out[i].Online && out[i].LastSeen.IsZero() {
 			out[i].LastSeen = at
+		}
+	}
+	return out, nil
+}
+
+// visible returns which of users viewer may see: viewer and viewer's
+// contacts among them.
+func (p *Presence) visible(ctx context.Context, viewer string, users []string) (map[string]bool, error) {
+	others := make([]string, 0, len(users))
+	for _, u := range users {
+		if u != viewer {
+			others = append(others, u)
+		}
+	}
+	out := map[string]bool{viewer: true}
+	if len(others) == 0 {
+		return out, nil
+	}
+	var contacts []string
+	var err error
+	if p.cfg.ContactsAmong != nil {
+		contacts, err = p.cfg.ContactsAmong(ctx, viewer, others, p.cfg.Audience)
+	} else {
+		contacts, err = p.cfg.Contacts(ctx, viewer, p.cfg.Audience)
+	}
+	if err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(others))
+	for _, u := range others {
+		asked[u] = true
+	}
+	for _, c := range contacts {
+		if asked[c] {
+			out[c] = true
 		}
 	}
 	return out, nil

@@ -48,16 +48,24 @@ func connectJS(t testing.TB, srv *embedded.NATS) (*nats.Conn, jetstream.JetStrea
 	return nc, js
 }
 
-func startPresenceNode(t testing.TB, srv *embedded.NATS, id string) *presenceNode {
+// startPresenceNode starts node id's Presence on srv; opts adjust its
+// config.
+func startPresenceNode(t testing.TB, srv *embedded.NATS, id string, opts ...func(*PresenceConfig)) *presenceNode {
 	t.Helper()
 	nc, js := connectJS(t, srv)
 	n := &presenceNode{nc: nc, signals: make(chan chatd.Signal, 1024)}
-	var err error
-	n.p, err = NewPresence(PresenceConfig{
+	cfg := PresenceConfig{
 		JS: js, NodeID: id, TTL: testTTL, Refresh: testRefresh,
 		Contacts: func(context.Context, string, int) ([]string, error) { return []string{"watcher"}, nil },
-		Deliver:  func(s chatd.Signal) { n.signals <- s },
-	})
+		// The watcher sees everyone.
+		ContactsAmong: func(_ context.Context, _ string, among []string, _ int) ([]string, error) { return among, nil },
+		Deliver:       func(s chatd.Signal) { n.signals <- s },
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var err error
+	n.p, err = NewPresence(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +171,7 @@ func TestPresenceNodeDiesWithoutGoodbye(t *testing.T) {
 		t.Errorf("bob last seen %v, want node b's last beat, at most %v before it died at %v (or seen just after)", s.LastSeen, testRefresh, died)
 	}
 	waitKey(t, kv, "u.bob.b", false, 3*time.Second)
-	if p, err := a.p.Lookup(context.Background(), []string{"bob"}); err != nil || p[0].Online {
+	if p, err := a.p.Lookup(context.Background(), "watcher", []string{"bob"}); err != nil || p[0].Online {
 		t.Errorf("lookup bob on a: %+v %v, want offline", p, err)
 	}
 }
@@ -238,7 +246,7 @@ func TestPresenceRepairsAndCleansItsOwnEntries(t *testing.T) {
 	if e := waitKey(t, kv, "u.alice.a", true, 0); string(e.Value()) != a2.p.inc {
 		t.Errorf("alice's entry names run %q, want the new run %q", e.Value(), a2.p.inc)
 	}
-	p, err := a2.p.Lookup(context.Background(), []string{"alice", "carol"})
+	p, err := a2.p.Lookup(context.Background(), "watcher", []string{"alice", "carol"})
 	if err != nil || !p[0].Online || p[1].Online {
 		t.Errorf("lookup on the new run: %+v %v, want alice online, carol offline", p, err)
 	}

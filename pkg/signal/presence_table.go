@@ -1,6 +1,7 @@
 package signal
 
 import (
+	"container/list"
 	"maps"
 	"time"
 
@@ -51,11 +52,17 @@ type presenceTable struct {
 	ttl  time.Duration
 	self string // this node: alive while it runs, whatever the bucket says
 
-	beats    map[string]nodeBeat             // node → its live heartbeat
-	entries  map[string]map[string]userEntry // user → node → entry
-	byNode   map[string]map[string]struct{}  // node → users with an entry of it
-	online   map[string]struct{}             // users online as last reported
-	lastSeen map[string]time.Time            // user → when they last went offline
+	beats   map[string]nodeBeat             // node → its live heartbeat
+	entries map[string]map[string]userEntry // user → node → entry
+	byNode  map[string]map[string]struct{}  // node → users with an entry of it
+	online  map[string]struct{}             // users online as last reported
+	// lastSeen holds when users this node saw go offline last went: at
+	// most maxSeen of them, the oldest let go first (their time is in
+	// PostgreSQL, where Lookup finds it). Each element of seenOrder, oldest
+	// first, is a seenEntry; a user who comes back online leaves it.
+	lastSeen  map[string]*list.Element
+	seenOrder *list.List
+	maxSeen   int
 	// recheck holds the nodes whose entries may have gone stale since the
 	// last clean-up (the node died or restarted, or the table was loaded).
 	recheck map[string]struct{}
@@ -64,12 +71,47 @@ type presenceTable struct {
 	unconfirmed map[string]map[string]struct{}
 }
 
-func newPresenceTable(ttl time.Duration, self string) *presenceTable {
+// seenEntry is one element of presenceTable.seenOrder.
+type seenEntry struct {
+	user string
+	at   time.Time
+}
+
+// newPresenceTable returns a table that keeps the last_seen of at most
+// maxSeen users (at least one).
+func newPresenceTable(ttl time.Duration, self string, maxSeen int) *presenceTable {
 	return &presenceTable{
 		ttl: ttl, self: self, beats: make(map[string]nodeBeat),
 		entries: make(map[string]map[string]userEntry), byNode: make(map[string]map[string]struct{}),
-		online: make(map[string]struct{}), lastSeen: make(map[string]time.Time),
+		online: make(map[string]struct{}), lastSeen: make(map[string]*list.Element),
+		seenOrder: list.New(), maxSeen: max(maxSeen, 1),
 		recheck: make(map[string]struct{}),
+	}
+}
+
+// seen records that user went offline at at, letting go of the user seen
+// longest ago beyond maxSeen: every user who ever connected would stay
+// here otherwise.
+func (t *presenceTable) seen(user string, at time.Time) {
+	if el, ok := t.lastSeen[user]; ok {
+		el.Value = seenEntry{user: user, at: at}
+		t.seenOrder.MoveToBack(el)
+		return
+	}
+	t.lastSeen[user] = t.seenOrder.PushBack(seenEntry{user: user, at: at})
+	if t.seenOrder.Len() > t.maxSeen {
+		oldest := t.seenOrder.Front()
+		t.seenOrder.Remove(oldest)
+		delete(t.lastSeen, oldest.Value.(seenEntry).user)
+	}
+}
+
+// unseen drops user's last_seen: they are online, and going offline again
+// records a new one.
+func (t *presenceTable) unseen(user string) {
+	if el, ok := t.lastSeen[user]; ok {
+		t.seenOrder.Remove(el)
+		delete(t.lastSeen, user)
 	}
 }
 
@@ -91,10 +133,11 @@ func (t *presenceTable) settle(user string, at time.Time) (presenceChange, bool)
 	switch {
 	case now && !was:
 		t.online[user] = struct{}{}
+		t.unseen(user)
 		return presenceChange{User: user, Online: true}, true
 	case !now && was:
 		delete(t.online, user)
-		t.lastSeen[user] = at
+		t.seen(user, at)
 		return presenceChange{User: user, LastSeen: at}, true
 	}
 	return presenceChange{}, false
@@ -273,11 +316,14 @@ func (t *presenceTable) stale() []staleEntry {
 	return out
 }
 
-// lookup is what the table knows of user; a never-seen user is offline
-// with no last_seen.
+// lookup is what the table knows of user; a user never seen here, or let
+// go of, is offline with no last_seen.
 func (t *presenceTable) lookup(user string) chatd.Presence {
 	if _, ok := t.online[user]; ok {
 		return chatd.Presence{Online: true}
 	}
-	return chatd.Presence{LastSeen: t.lastSeen[user]}
+	if el, ok := t.lastSeen[user]; ok {
+		return chatd.Presence{LastSeen: el.Value.(seenEntry).at}
+	}
+	return chatd.Presence{}
 }

@@ -13,7 +13,7 @@ import (
 func TestPresenceTable(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	tb := newPresenceTable(10*time.Second, "self")
+	tb := newPresenceTable(10*time.Second, "self", 100)
 	one := func(c presenceChange, ok bool) []presenceChange {
 		if !ok {
 			return nil
@@ -95,7 +95,7 @@ func TestPresenceTable(t *testing.T) {
 func TestPresenceTableNodeGone(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	tb := newPresenceTable(10*time.Second, "self")
+	tb := newPresenceTable(10*time.Second, "self", 100)
 	tb.beat("a", "a1", at(0))
 	tb.beat("b", "b1", at(0))
 	tb.putEntry("u", "a", "a1", 1, at(0))
@@ -149,7 +149,7 @@ func TestParsePresenceKey(t *testing.T) {
 // the bucket's expiry of it, and its own run's entries are never stale.
 func TestPresenceTableKeepsItself(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	tb := newPresenceTable(10*time.Second, "self")
+	tb := newPresenceTable(10*time.Second, "self", 100)
 	tb.beat("self", "s1", t0)
 	tb.putEntry("u", "self", "s1", 1, t0)
 	if got := tb.expire(t0.Add(time.Minute)); len(got) != 0 {
@@ -176,7 +176,7 @@ func TestPresenceTableKeepsItself(t *testing.T) {
 // table with their users' presence; entries the load shows stay.
 func TestPresenceTableReload(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	tb := newPresenceTable(10*time.Second, "self")
+	tb := newPresenceTable(10*time.Second, "self", 100)
 	tb.beat("b", "b1", t0)
 	tb.putEntry("bob", "b", "b1", 1, t0)
 	tb.putEntry("ann", "b", "b1", 2, t0)
@@ -197,5 +197,40 @@ func TestPresenceTableReload(t *testing.T) {
 	}
 	if got := tb.loaded(t0.Add(3 * time.Second)); len(got) != 0 {
 		t.Errorf("loaded again without a reload: got %+v, want nothing", got)
+	}
+}
+
+// The table keeps the last_seen of at most maxSeen users, those seen going
+// offline most recently: a user who comes back leaves it, and going
+// offline again makes them the newest.
+func TestPresenceTableLastSeenBound(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tb := newPresenceTable(10*time.Second, "self", 2)
+	tb.beat("self", "s1", t0)
+	session := func(user string, on, off int) {
+		tb.putEntry(user, "self", "s1", 1, at(on))
+		tb.removeEntry(user, "self", at(off))
+	}
+	session("a", 0, 1)
+	session("b", 1, 2)
+	session("a", 2, 3) // a is the newest again
+	session("c", 3, 4) // b, the oldest, goes
+	tests := []struct {
+		user string
+		want time.Time
+	}{
+		{"a", at(3)},
+		{"b", time.Time{}},
+		{"c", at(4)},
+	}
+	for _, tt := range tests {
+		if got := tb.lookup(tt.user); got.Online || !got.LastSeen.Equal(tt.want) {
+			t.Errorf("%s: got %+v, want offline last seen %v", tt.user, got, tt.want)
+		}
+	}
+	tb.putEntry("c", "self", "s1", 2, at(5))
+	if len(tb.lastSeen) != 1 || tb.seenOrder.Len() != 1 {
+		t.Errorf("c back online: got %d entries (%d in order), want 1 (a)", len(tb.lastSeen), tb.seenOrder.Len())
 	}
 }
