@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -48,5 +49,19 @@ func TestTypingLimiterPrunes(t *testing.T) {
 	}
 	if l.allow("recent", t0.Add(typingInterval+time.Second)) {
 		t.Error("pruning forgot a chat still inside its interval")
+	}
+}
+
+// However many chats a connection types in at once, the limiter keeps a
+// bounded map: a flood of new chat ids must not grow it.
+func TestTypingLimiterBounded(t *testing.T) {
+	const chats, bound = 1000, 32
+	t0 := time.Unix(1_700_000_000, 0)
+	var l typingLimiter
+	for i := range chats {
+		l.allow("c"+strconv.Itoa(i), t0)
+	}
+	if got := len(l.last); got > bound {
+		t.Errorf("typing in %d chats at once: got %d chats kept, want at most %d", chats, got, bound)
 	}
 }
