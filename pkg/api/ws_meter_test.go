@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
 
@@ -155,9 +156,7 @@ func TestWSEveryFrameIsCharged(t *testing.T) {
 				frames[i] = f
 			}
 			done := c.flood(frames)
-			code, got := c.readUntil(func(f []map[string]any) bool {
-				return len(f) == n || (tt.name == "ack" && len(f) > 0)
-			})
+			code, got := c.readUntil(func(f []map[string]any) bool { return len(f) == n })
 			<-done
 			if code != 4008 {
 				t.Fatalf("%d %s frames: close code %d after %d frames, want 4008", n, tt.name, code, len(got))
@@ -175,7 +174,7 @@ func TestWSEveryFrameIsCharged(t *testing.T) {
 // An ack frame may carry at most 1000 ids; more is rejected too_large and
 // acks nothing, and exactly the maximum passes.
 func TestWSAckIDsCapped(t *testing.T) {
-	const maxIDs = 1000
+	const maxIDs = wire.MaxAckIDs
 	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxFrameBytes = 64 << 10 })
 	c, _ := e.dial(t, "alice", "")
 	ack := func(n int) map[string]any {
