@@ -76,6 +76,7 @@ func TestWSTypingFloodIsBoundedAndClosed(t *testing.T) {
 	code, got := alice.readUntil(func(f []map[string]any) bool { return len(f) == chats })
 	<-done
 	lookups := e.lookups() - before
+	t.Logf("typing for %d chats: %d store lookups, %d frames before close %d", chats, lookups, len(got), code)
 	if code != 4008 {
 		t.Errorf("typing for %d chats: close code %d after %d frames, want 4008", chats, code, len(got))
 	}
