@@ -83,7 +83,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience,
 		"the largest chat whose members hear of a member going online or offline")
 
-	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "sends per second per connection (token bucket rate)")
+	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "tokens per second per connection; every WebSocket frame costs one, a ping or ack an eighth (token bucket rate)")
 	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, "token bucket burst per connection")
 	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, "sends a connection may have awaiting accepted")
 	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", 10_000_000_000, "server WebSocket ping interval")

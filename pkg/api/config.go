@@ -28,8 +28,11 @@ type Limits struct {
 	// 6×MaxBodyBytes+1024: room for a maximal body even if every byte needs a
 	// \u escape, so an honest client never trips it.
 	MaxFrameBytes int
-	// RatePerSecond and RateBurst shape each connection's token bucket for
-	// `send` and `read` frames. Zero means 50 per second, burst 100.
+	// RatePerSecond and RateBurst shape each connection's token bucket,
+	// which every client frame is charged to: a token for a send (or
+	// another event), read, typing, auth or invalid frame, an eighth of one
+	// for a ping or an ack (see ws_limits.go). Zero means 50 per second,
+	// burst 100.
 	RatePerSecond int
 	RateBurst     int
 	// Credits is how many sends may await their `accepted` at once. Zero means 64.
@@ -109,7 +112,8 @@ type Config struct {
 	// 20 per second, burst 40.
 	RESTRatePerSecond int
 	RESTBurst         int
-	// AbuseRejects rate_limited rejections in a row, all within AbuseWindow,
+	// AbuseRejects refused frames in a row (rejected with any code but
+	// overloaded, or typing dropped for the budget), all within AbuseWindow,
 	// close the connection with 4008. Zero means 50 and 10 s.
 	AbuseRejects int
 	AbuseWindow  time.Duration

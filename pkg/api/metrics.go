@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		framesIn: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_in_total", Help: "Client frames received, by type (invalid and protocol for bad ones).",
-		}, []string{"type"}), append(wire.ClientFrameTypes(), "invalid", "protocol", "typing_dropped")...),
+		}, []string{"type"}), append(wire.ClientFrameTypes(), "invalid", "protocol", "typing_dropped", "typing_limited")...),
 		framesOut: newLabelledCounter(f.NewCounterVec(prometheus.CounterOpts{
 			Name: "chatd_ws_frames_out_total", Help: "Server frames written, by type.",
 		}, []string{"type"}), frameLabels(wire.FrameHello, wire.FrameAccepted, wire.FrameRejected, wire.FrameMsg,

@@ -92,6 +92,7 @@ func (s *session) onAuth(f wire.ClientFrame) {
 	a.timer.Reset(s.untilExp(a.exp))
 	a.mu.Unlock()
 	s.g.metrics.tokenRefreshes.WithLabelValues("ok").Inc()
+	s.abuse.carriedOut()
 	s.send(wire.AppendAuthed(nil, id.Expires.Unix()), "authed")
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -123,7 +124,9 @@ func (s *session) violation(reason string) {
 	s.closeWith(wire.CloseProtocol, reason)
 }
 
-// handle acts on one client frame.
+// handle acts on one client frame. Every frame is charged to the
+// connection's budget (ws_limits.go); typing is charged in onTyping, after
+// the check that drops repeats for free.
 func (s *session) handle(data []byte) {
 	f, err := wire.DecodeClientFrame(data, s.g.cfg.Limits.MaxFrameBytes)
 	switch {
@@ -132,7 +135,9 @@ func (s *session) handle(data []byte) {
 		return
 	case err != nil:
 		s.g.metrics.framesIn.inc("invalid")
-		s.reject(f.CID, wire.CodeInvalid, err.Error())
+		if s.charge(tokenUnits, f.CID) {
+			s.reject(f.CID, wire.CodeInvalid, err.Error())
+		}
 		return
 	}
 	s.g.metrics.framesIn.inc(string(f.Type))
@@ -140,13 +145,17 @@ func (s *session) handle(data []byte) {
 	case wire.FrameSend:
 		s.onSend(f)
 	case wire.FrameAck:
-		s.g.cfg.Delivery.Ack(s, f.IDs)
+		s.onAck(f)
 	case wire.FrameRead:
 		s.onRead(f)
 	case wire.FramePing:
-		s.send(wire.AppendPong(nil), "pong")
+		if s.charge(1, "") {
+			s.send(wire.AppendPong(nil), "pong")
+		}
 	case wire.FrameAuth:
-		s.onAuth(f)
+		if s.charge(tokenUnits, "") {
+			s.onAuth(f)
+		}
 	case wire.FrameEdit, wire.FrameDelete, wire.FrameReact:
 		s.onEvent(f)
 	case wire.FrameTyping:
@@ -154,35 +163,62 @@ func (s *session) handle(data []byte) {
 	}
 }
 
+// reject answers a frame `rejected`. Every rejection but overloaded (the
+// server's state, not the client's doing) counts toward the abuse rule.
+// Safe from any goroutine.
 func (s *session) reject(cid string, code wire.Code, msg string) {
 	s.g.metrics.rejects.WithLabelValues(string(code)).Inc()
 	s.send(wire.AppendRejected(nil, cid, code, msg), "rejected")
-}
-
-// limited rejects a frame over the rate or credit limit, and closes with
-// 4008 once the client keeps going regardless (see sendLimits.abusive).
-func (s *session) limited(cid, msg string) {
-	s.reject(cid, wire.CodeRateLimited, msg)
-	if s.limits.abusive(time.Now()) {
-		s.closeWith(wire.CloseRate, "rate or credit violation")
+	if code != wire.CodeOverloaded {
+		s.refused()
 	}
 }
 
-// admit applies the connection's rate limit and send credits to a frame
-// that stores an event (send, edit, delete, react). On false the frame was
+// refused records a refused frame and closes with 4008 once the client
+// keeps going regardless (see abuseStreak).
+func (s *session) refused() {
+	if s.abuse.refused(time.Now()) {
+		s.closeWith(wire.CloseRate, "rate or credit violation: too many refused frames in a row")
+	}
+}
+
+// charge takes units from the connection's budget for a frame that gets an
+// answer. Over the budget the frame is answered `rejected rate_limited`
+// and must be dropped.
+func (s *session) charge(units int, cid string) bool {
+	if s.limits.allow(time.Now(), units) {
+		return true
+	}
+	s.reject(cid, wire.CodeRateLimited, "over rate_per_s/rate_burst")
+	return false
+}
+
+// admit applies the connection's budget and send credits to a frame that
+// stores an event (send, edit, delete, react). On false the frame was
 // answered `rejected rate_limited` (or the connection closed, 4008) and must
 // be dropped; on true the caller holds one credit, which onResult returns.
 func (s *session) admit(cid string) bool {
-	if !s.limits.allow(time.Now()) {
-		s.limited(cid, "over rate_per_s/rate_burst")
+	if !s.charge(tokenUnits, cid) {
 		return false
 	}
 	if !s.limits.takeCredit() {
-		s.limited(cid, "over credits: too many sends await accepted")
+		s.reject(cid, wire.CodeRateLimited, "over credits: too many sends await accepted")
 		return false
 	}
-	s.limits.passed()
 	return true
+}
+
+// onAck hands an ack's ids to push. One frame carries at most
+// wire.MaxAckIDs: push applies them under the lock every delivery takes.
+func (s *session) onAck(f wire.ClientFrame) {
+	if !s.charge(ackCost(len(f.IDs)), "") {
+		return
+	}
+	if len(f.IDs) > wire.MaxAckIDs {
+		s.reject("", wire.CodeTooLarge, fmt.Sprintf("ack: %d ids, at most %d per frame; nothing was acked", len(f.IDs), wire.MaxAckIDs))
+		return
+	}
+	s.g.cfg.Delivery.Ack(s, f.IDs)
 }
 
 // onSend checks the connection's limits and the body, then submits to
@@ -213,6 +249,7 @@ func (s *session) onResult(cid string, r ingest.Result) {
 		s.reject(cid, rejectCode(r.Err), clientMessage(r.Err))
 		return
 	}
+	s.abuse.carriedOut()
 	s.send(wire.AppendAccepted(nil, &r.Message), "accepted")
 }
 
@@ -227,12 +264,10 @@ func clientMessage(err error) string {
 }
 
 func (s *session) onRead(f wire.ClientFrame) {
-	if !s.limits.allow(time.Now()) {
-		s.limited("", "over rate_per_s/rate_burst")
+	if !s.charge(tokenUnits, "") {
 		return
 	}
-	s.limits.passed()
 	if !s.reads.mark(f.Chat, f.Upto) {
-		s.limited("", "too many chats with unsaved read state")
+		s.reject("", wire.CodeRateLimited, "too many chats with unsaved read state")
 	}
 }

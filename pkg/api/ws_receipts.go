@@ -86,6 +86,7 @@ func (m *readMarker) store(chat, upto string) {
 		}
 		return
 	}
+	s.abuse.carriedOut()
 	members, err := s.g.srv.members.members(ctx, chat, s.id.User)
 	if err != nil {
 		s.logger().Debug("receipt fan-out: load chat", "chat", chat, "err", err)

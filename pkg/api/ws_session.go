@@ -84,7 +84,8 @@ type session struct {
 	// idleDeadline decides when extendReadDeadline moves the deadline.
 	idleDeadline idle.Deadline // guarded by deadlineMu
 
-	limits sendLimits
+	limits connLimits
+	abuse  abuseStreak
 	reads  readMarker
 
 	auth   tokenLife
@@ -98,7 +99,8 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		id:     id,
 		out:    newOutQueue(g.cfg.OutboundQueue),
 		stop:   make(chan struct{}),
-		limits: newSendLimits(g.cfg),
+		limits: newConnLimits(g.cfg),
+		abuse:  newAbuseStreak(g.cfg),
 	}
 	s.reads.s = s
 	return s

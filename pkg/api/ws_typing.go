@@ -18,37 +18,63 @@ type typingLimiter struct {
 	last map[string]time.Time
 }
 
-// typingPrune is the chat count past which allow forgets expired chats, so
-// a connection typing in many chats keeps a small map.
-const typingPrune = 32
+// typingMaxChats bounds the chats one connection may type in within
+// typingInterval, and so the limiter's map: nobody types in more at once,
+// and a flood of new chat ids must not grow memory or reach the store.
+const typingMaxChats = 32
 
-// allow reports whether a typing frame for chat at now passes, and if so
-// starts the chat's interval.
-func (l *typingLimiter) allow(chat string, now time.Time) bool {
-	if t, ok := l.last[chat]; ok && now.Sub(t) < typingInterval {
-		return false
+// typingVerdict is what the limiter decides about one typing frame.
+type typingVerdict int
+
+const (
+	typingPass   typingVerdict = iota
+	typingRecent               // the chat passed within typingInterval: dropped silently, free
+	typingFull                 // typingMaxChats other chats did: dropped, and refused
+)
+
+// allow decides a typing frame for chat at now; on typingPass it starts the
+// chat's interval. Expired chats are forgotten when the map is full.
+func (l *typingLimiter) allow(chat string, now time.Time) typingVerdict {
+	t, ok := l.last[chat]
+	if ok && now.Sub(t) < typingInterval {
+		return typingRecent
 	}
 	if l.last == nil {
 		l.last = make(map[string]time.Time)
 	}
-	if len(l.last) >= typingPrune {
+	if !ok && len(l.last) >= typingMaxChats {
 		for c, t := range l.last {
 			if now.Sub(t) >= typingInterval {
 				delete(l.last, c)
 			}
 		}
+		if len(l.last) >= typingMaxChats {
+			return typingFull
+		}
 	}
 	l.last[chat] = now
-	return true
+	return typingPass
 }
 
 // onTyping tells the chat's other members, on every node, that this user
 // is typing. Not stored, not acked; the only answer is a rejection for an
-// unknown chat or a non-member. The membership check reads the member
-// cache, so a typing frame costs the database a query only on a miss.
+// unknown chat or a non-member. A repeat within the interval is dropped for
+// free (clients may send one per keystroke); any other frame is charged a
+// token before the membership check, so the budget and the abuse rule bound
+// the store queries a connection can cause with chats the member cache does
+// not hold. Over the budget the frame is dropped without an answer (the
+// contract gives typing none) and counts toward the abuse rule.
 func (s *session) onTyping(f wire.ClientFrame) {
-	if !s.typing.allow(f.Chat, s.g.cfg.Now()) {
+	switch s.typing.allow(f.Chat, s.g.cfg.Now()) {
+	case typingRecent:
 		s.g.metrics.framesIn.inc("typing_dropped")
+		return
+	case typingFull:
+		s.typingLimited()
+		return
+	}
+	if !s.limits.allow(time.Now(), tokenUnits) {
+		s.typingLimited()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.g.cfg.StoreTimeout)
@@ -58,6 +84,7 @@ func (s *session) onTyping(f wire.ClientFrame) {
 		s.signalFailed(f.Chat, err)
 		return
 	}
+	s.abuse.carriedOut()
 	to := make([]string, 0, len(members))
 	for _, m := range members {
 		if m != s.id.User { // not to the typist's other devices
@@ -68,6 +95,12 @@ func (s *session) onTyping(f wire.ClientFrame) {
 	if err := s.g.srv.signals().Publish(sig); err != nil {
 		s.g.srv.sampled.Warn("publish typing", "chat", f.Chat, "err", err)
 	}
+}
+
+// typingLimited drops a typing frame over the connection's limits.
+func (s *session) typingLimited() {
+	s.g.metrics.framesIn.inc("typing_limited")
+	s.refused()
 }
 
 // signalFailed answers a client's own mistake (unknown chat, not a member)

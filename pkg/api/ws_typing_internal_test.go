@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -25,7 +26,7 @@ func TestTypingLimiter(t *testing.T) {
 	}
 	var l typingLimiter
 	for _, tt := range steps {
-		if got := l.allow(tt.chat, t0.Add(tt.at)); got != tt.want {
+		if got := l.allow(tt.chat, t0.Add(tt.at)) == typingPass; got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -36,17 +37,41 @@ func TestTypingLimiter(t *testing.T) {
 func TestTypingLimiterPrunes(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	var l typingLimiter
-	for i := range typingPrune {
+	for i := range typingMaxChats {
 		l.allow(string(rune('a'+i)), t0)
 	}
 	l.allow("recent", t0.Add(typingInterval))
-	if !l.allow("late", t0.Add(typingInterval+time.Second)) {
+	if l.allow("late", t0.Add(typingInterval+time.Second)) != typingPass {
 		t.Fatal("a new chat was dropped")
 	}
 	if got := len(l.last); got > 3 {
 		t.Errorf("got %d chats kept, want the expired ones pruned", got)
 	}
-	if l.allow("recent", t0.Add(typingInterval+time.Second)) {
+	if l.allow("recent", t0.Add(typingInterval+time.Second)) != typingRecent {
 		t.Error("pruning forgot a chat still inside its interval")
+	}
+}
+
+// However many chats a connection types in at once, the limiter keeps a
+// bounded map: a flood of new chat ids must not grow it, and the frames
+// over the bound are refused (they count toward the abuse rule).
+func TestTypingLimiterBounded(t *testing.T) {
+	const chats, bound = 1000, typingMaxChats
+	t0 := time.Unix(1_700_000_000, 0)
+	var l typingLimiter
+	refused := 0
+	for i := range chats {
+		if l.allow("c"+strconv.Itoa(i), t0) == typingFull {
+			refused++
+		}
+	}
+	if got := len(l.last); got > bound {
+		t.Errorf("typing in %d chats at once: got %d chats kept, want at most %d", chats, got, bound)
+	}
+	if want := chats - bound; refused != want {
+		t.Errorf("typing in %d chats at once: %d frames refused, want %d", chats, refused, want)
+	}
+	if l.allow("new", t0.Add(typingInterval)) != typingPass {
+		t.Error("a new chat after the interval was refused")
 	}
 }

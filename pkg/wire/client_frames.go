@@ -143,6 +143,11 @@ func decodeSend(w *clientJSON) (ClientFrame, error) {
 	return f, nil
 }
 
+// MaxAckIDs is the most ids one `ack` frame may carry (docs/protocol.md,
+// "WebSocket details"). The server answers a larger frame `rejected
+// too_large` and acks none of its ids; a client splits a larger batch.
+const MaxAckIDs = 1000
+
 func decodeAck(w *clientJSON) (ClientFrame, error) {
 	if len(w.IDs) == 0 {
 		return ClientFrame{}, fmt.Errorf("ack: ids is missing or empty: %w", chatd.ErrInvalid)
