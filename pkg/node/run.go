@@ -37,17 +37,18 @@ func (s *stage) stop() {
 	s.wg.Wait()
 }
 
-// Run serves until ctx ends or a component fails, then shuts down in the
-// order that loses nothing: fail /readyz and wait Config.ShutdownDelay
-// (everything still serving), stop taking sends and commit what is queued
-// (ingest), stop the relay, push and reclaim, close every socket with a
-// going-away frame and stop HTTP, then the store and the embedded services.
+// Run starts the components, serves HTTP (and logs "chatd ready") once the
+// node's consumer is live, and serves until ctx ends or a component fails.
+// Then it shuts down in the order that loses nothing: fail /readyz and wait
+// Config.ShutdownDelay (everything still serving), stop taking sends and
+// commit what is queued (ingest), stop the relay, push and reclaim, close
+// every socket with a going-away frame and stop HTTP, then the store and
+// the embedded services.
 // It returns the first component failure, or nil.
 func (n *Node) Run(ctx context.Context) error {
 	defer n.Close()
 	failed := make(chan error, 8)
 	web, accept, deliver := newStage(), newStage(), newStage()
-	web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
 	accept.start(failed, "ingest", n.Ingest.Run)
 	accept.start(failed, "reads", n.Reads.Run)
 	deliver.start(failed, "relay", n.Relay.Run)
@@ -60,12 +61,23 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}
-	n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
-
+	// HTTP is served only once the node's consumer is live: before that
+	// every /readyz would be a 503 and every WebSocket refused, so a node
+	// that said "ready" at once went not ready a moment later. Until then
+	// the open listener holds connections in its backlog.
 	var err error
 	select {
+	case <-n.Push.Live():
+		web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
+		n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
+		select {
+		case <-ctx.Done():
+		case err = <-failed:
+		}
 	case <-ctx.Done():
 	case err = <-failed:
+	}
+	if err != nil {
 		n.log.Error("component failed; shutting down", "err", err)
 	}
 	// Unready first: a load balancer stops sending new sockets while

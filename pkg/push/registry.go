@@ -68,6 +68,8 @@ type Registry struct {
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
+	// live is closed the first time health turns healthLive (see Live).
+	live chan struct{}
 	// unreachableSince is when consumer checks began failing; zero while
 	// they succeed.
 	unreachableSince time.Time
@@ -94,9 +96,11 @@ func New(cfg Config) (*Registry, error) {
 
 		streamFirst: make(map[string]time.Time),
 		local:       make(map[string]*localEntry),
+		live:        make(chan struct{}),
 	}
 	if cfg.JS == nil {
 		r.health = healthLive // fast path only: no consumer to wait for
+		close(r.live)
 	}
 	return r, nil
 }
