@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,6 +38,16 @@ func (r *Registry) Run(ctx context.Context) error {
 		r.health = healthStarting // a stopped consumer feeds nobody
 		r.mu.Unlock()
 	}()
+	if r.cfg.Settle {
+		var alone sync.WaitGroup
+		alone.Add(1)
+		go func() {
+			defer alone.Done()
+			r.watchAlone(ctx)
+		}()
+		// Run returns only once ctx ended, which ends watchAlone too.
+		defer alone.Wait()
+	}
 	for {
 		w, ok := r.start(ctx)
 		if !ok {
