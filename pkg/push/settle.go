@@ -66,9 +66,10 @@ func (r *Registry) settleOneLocked(id string) {
 }
 
 // Settled reports whether message id is settled on this node (see above).
-// It is false for a message the fast path has not handled (yet), so the
-// relay publishes it after its wait, as it would without this check.
-// Implements stream.Settler.
+// It is false for a message the fast path has not handled (yet), and for
+// one no listing of the stream's consumers begun after its fast path has
+// found this node alone (yet), so the relay publishes it after its wait, as
+// it would without this check. Implements stream.Settler.
 func (r *Registry) Settled(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
