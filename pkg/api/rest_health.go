@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
@@ -22,7 +25,13 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.Warn("not ready", "err", err)
+			// The consumer not live yet is every start (and push warns
+			// itself when a live one is lost): not worth a WARN per poll.
+			level := slog.LevelWarn
+			if errors.Is(err, push.ErrNotConsuming) {
+				level = slog.LevelDebug
+			}
+			s.log.Log(ctx, level, "not ready", "err", err)
 			return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "not ready")
 		}
 	}

@@ -37,8 +37,9 @@ func (s *stage) stop() {
 	s.wg.Wait()
 }
 
-// Run starts the components, serves HTTP (and logs "chatd ready") once the
-// node's consumer is live, and serves until ctx ends or a component fails.
+// Run starts the components, logs "chatd ready" once the node's consumer is
+// live (when /readyz first says so), and serves until ctx ends or a
+// component fails.
 // Then it shuts down in the order that loses nothing: fail /readyz and wait
 // Config.ShutdownDelay (everything still serving), stop taking sends and
 // commit what is queued (ingest), stop the relay, push and reclaim, close
@@ -49,6 +50,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.Close()
 	failed := make(chan error, 8)
 	web, accept, deliver := newStage(), newStage(), newStage()
+	web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
 	accept.start(failed, "ingest", n.Ingest.Run)
 	accept.start(failed, "reads", n.Reads.Run)
 	deliver.start(failed, "relay", n.Relay.Run)
@@ -61,14 +63,14 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}
-	// HTTP is served only once the node's consumer is live: before that
-	// every /readyz would be a 503 and every WebSocket refused, so a node
-	// that said "ready" at once went not ready a moment later. Until then
-	// the open listener holds connections in its backlog.
+	// Ready only once the node's consumer is live: until then /readyz is
+	// 503 and WebSockets are refused, so a node that said "ready" at once
+	// went not ready a moment later. HTTP is served from the start all the
+	// same: a client that gave up on a connection queued while the node
+	// started must meet a refusal, not a session that supersedes its next.
 	var err error
 	select {
 	case <-n.Push.Live():
-		web.start(failed, "api", func(ctx context.Context) error { return n.API.Serve(ctx, n.ln) })
 		n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
 		select {
 		case <-ctx.Done():

@@ -76,7 +76,8 @@ func startQuietly(t *testing.T, dataDir, run string) {
 	const check = 50 * time.Millisecond
 	cfg := node.Config{
 		DataDir: dataDir, Listen: "127.0.0.1:0", ConsumerCheck: check,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		// Debug, so /readyz's quieter "not ready" shows too.
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
