@@ -54,3 +54,16 @@ func TestSingleNodeAbandonsAClientThatNeverAcks(t *testing.T) {
 		t.Fatalf("published %v messages, want at least the 5 the silent client never acked", got)
 	}
 }
+
+// With --settle off a single node publishes every message, as a cluster
+// does, so the stream (and anything reading it) sees each one.
+func TestSingleNodeWithSettleOffPublishesEveryMessage(t *testing.T) {
+	rn := singleNode(t, testpg.NewDatabase(t), node.Config{Settle: node.SettleOff})
+	all := exchange(t, rn, 20)
+	if got := rn.metric(t, "chatd_relay_settled_total"); got != 0 {
+		t.Fatalf("settled %v messages with --settle off, want none", got)
+	}
+	if _, last := rn.streamState(t); last != uint64(len(all)) {
+		t.Fatalf("stream last seq %d, want all %d messages published", last, len(all))
+	}
+}

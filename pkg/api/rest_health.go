@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
@@ -93,7 +95,13 @@ func (r *readyCache) check(ctx context.Context) error {
 	f.err = r.fn(cctx)
 	cancel()
 	if f.err != nil {
-		r.log.Warn("not ready", "err", f.err)
+		// The consumer not live yet is every start (and push warns itself
+		// when a live one is lost): not worth a WARN per check.
+		level := slog.LevelWarn
+		if errors.Is(f.err, push.ErrNotConsuming) {
+			level = slog.LevelDebug
+		}
+		r.log.Log(ctx, level, "not ready", "err", f.err)
 	}
 	r.mu.Lock()
 	// Stamped with the check's start: a result is never taken for newer

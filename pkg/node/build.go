@@ -33,10 +33,17 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	off := cfg.settleOff()
+	if off == "" {
+		n.log.Info("settling on: messages every local connection acked stay out of the delivery stream while no other consumer reads it (--settle off publishes every one)")
+	} else {
+		n.log.Info("settling off: every message goes to the delivery stream", "because", off)
+	}
 	n.Push, err = push.New(push.Config{
 		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
 		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
-		CheckInterval: cfg.ConsumerCheck, Settle: cfg.SettleWait > 0, Logger: n.log, Registerer: n.reg,
+		CheckInterval: cfg.ConsumerCheck, Settle: off == "", AloneCheck: aloneCheck(cfg.SettleWait),
+		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
 		return err
@@ -44,7 +51,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	rc := stream.RelayConfig{
 		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, NodeID: n.nodeID,
 		Logger: n.log, Registerer: n.reg}
-	if cfg.SettleWait > 0 {
+	if off == "" {
 		rc.Settler, rc.SettleWait = n.Push, cfg.SettleWait
 	}
 	if n.Relay, err = stream.NewRelay(rc); err != nil {
@@ -113,6 +120,14 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		Signals: n.Signals, Presence: n.Presence,
 	})
 	return err
+}
+
+// aloneCheck is how often push lists the stream's consumers while settling:
+// a message reads settled only after a listing begun after its fast path,
+// so several listings must fit in the settle wait or acked messages would
+// be published for want of one.
+func aloneCheck(wait time.Duration) time.Duration {
+	return max(wait/5, 5*time.Millisecond)
 }
 
 // chatsWithBatchedReads is the store as the API sees it, with read

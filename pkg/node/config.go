@@ -150,12 +150,15 @@ type Config struct {
 	// before it gives the relay lock up for another node. Zero means
 	// stream.DefaultStepDownAfter (5 s).
 	RelayStepDownAfter time.Duration
-	// SettleWait, with the embedded NATS only, is how long the relay keeps a
+	// Settle is SettleAuto or SettleOff; empty means SettleAuto. Auto
+	// settles only while the node is provably alone (see settleOff); off
+	// publishes every message to the stream.
+	Settle string
+	// SettleWait, while settling, is how long the relay keeps a
 	// just-committed message out of the stream while this node's recipient
 	// connections ack it; a message they all acked (or left) is deleted from
 	// the outbox without a publish (stream.Settler). Zero means
-	// stream.DefaultSettleWait; negative turns it off. Always off with
-	// NATSURL: other nodes' connections need every message in the stream.
+	// stream.DefaultSettleWait; negative turns settling off.
 	SettleWait time.Duration
 
 	Logger *slog.Logger
@@ -166,6 +169,35 @@ const DefaultStreamDuplicates = stream.DefaultDuplicates
 
 // DefaultSettleWait is Config.SettleWait's default, for flags.
 const DefaultSettleWait = stream.DefaultSettleWait
+
+// Config.Settle's values.
+const (
+	// SettleAuto keeps messages every local connection acked out of the
+	// stream while the node is provably alone.
+	SettleAuto = "auto"
+	// SettleOff publishes every message to the stream.
+	SettleOff = "off"
+)
+
+// settleOff says why settling is off for this configuration, or "" when
+// the node settles, alone on the stream (the registry also checks, while it
+// runs, that the stream has no consumer but this node's). Another node can
+// join only through the NATS, and it needs the database too: so never with
+// an external NATS, nor with the embedded one listening (--nats-listen)
+// while the database is an external one the other node could share.
+func (c *Config) settleOff() string {
+	switch {
+	case c.Settle == SettleOff:
+		return "--settle off"
+	case c.SettleWait < 0:
+		return "--settle-wait is negative"
+	case c.NATSURL != "":
+		return "NATS is external (--nats-url): other nodes may read the stream"
+	case c.NATSListen != "" && c.DatabaseURL != "":
+		return "the embedded NATS listens (--nats-listen) and the database is external (--database-url): another node could join"
+	}
+	return ""
+}
 
 func (c *Config) setDefaults() error {
 	if c.Listen == "" {
@@ -207,16 +239,20 @@ func (c *Config) setDefaults() error {
 	if c.RelayStepDownAfter <= 0 {
 		c.RelayStepDownAfter = stream.DefaultStepDownAfter
 	}
+	switch c.Settle {
+	case "":
+		c.Settle = SettleAuto
+	case SettleAuto, SettleOff:
+	default:
+		return fmt.Errorf("node: --settle %q: want %s or %s", c.Settle, SettleAuto, SettleOff)
+	}
 	if c.SettleWait == 0 {
 		c.SettleWait = stream.DefaultSettleWait
-	}
-	if c.NATSURL != "" {
-		c.SettleWait = -1
 	}
 	// An unsettled message's lease starts only once the wait is over: a
 	// wait as long as the lease would double how long a stuck client pins
 	// its messages before it is abandoned.
-	if lease := cmp.Or(c.Lease, push.DefaultLease); c.SettleWait >= lease {
+	if lease := cmp.Or(c.Lease, push.DefaultLease); c.settleOff() == "" && c.SettleWait >= lease {
 		return fmt.Errorf("node: --settle-wait %v must be shorter than the lease %v (an unacked message is leased only after the wait)", c.SettleWait, lease)
 	}
 	if c.PresenceTTL > 0 || c.PresenceRefresh > 0 {

@@ -62,6 +62,44 @@ func TestSettleWaitBounds(t *testing.T) {
 	})
 }
 
+// Settling is on only where no other node can join: a node joins through
+// the NATS and needs the database too. --settle off and a negative wait turn
+// it off anywhere; any other --settle is refused.
+func TestSettleOnlyWhereNoNodeCanJoin(t *testing.T) {
+	const dsn, url, listen = "postgres://db/chatd", "nats://x:4222", "127.0.0.1:4222"
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    bool // settles
+		wantErr bool
+	}{
+		{"embedded NATS and database", Config{DataDir: "d"}, true, false},
+		{"embedded NATS without a listener, external database", Config{DataDir: "d", DatabaseURL: dsn}, true, false},
+		{"listening embedded NATS, managed database", Config{DataDir: "d", NATSListen: listen}, true, false},
+		{"listening embedded NATS, external database", Config{DataDir: "d", NATSListen: listen, DatabaseURL: dsn}, false, false},
+		{"external NATS", Config{DataDir: "d", NATSURL: url}, false, false},
+		{"--settle auto", Config{DataDir: "d", Settle: SettleAuto}, true, false},
+		{"--settle off", Config{DataDir: "d", Settle: SettleOff}, false, false},
+		{"negative wait", Config{DataDir: "d", SettleWait: -1}, false, false},
+		{"--settle sometimes", Config{DataDir: "d", Settle: "sometimes"}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			err := cfg.setDefaults()
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if off := cfg.settleOff(); (off == "") != tt.want {
+				t.Fatalf("settles: got %v (%q), want %v", off == "", off, tt.want)
+			}
+		})
+	}
+}
+
 // A presence refresh of half the TTL or more would let one late refresh
 // make a live user look offline to the cluster: refused at start.
 func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {

@@ -37,11 +37,14 @@ func (s *stage) stop() {
 	s.wg.Wait()
 }
 
-// Run serves until ctx ends or a component fails, then shuts down in the
-// order that loses nothing: fail /readyz and wait Config.ShutdownDelay
-// (everything still serving), stop taking sends and commit what is queued
-// (ingest), stop the relay, push and reclaim, close every socket with a
-// going-away frame and stop HTTP, then the store and the embedded services.
+// Run starts the components, logs "chatd ready" once the node's consumer is
+// live (when /readyz first says so), and serves until ctx ends or a
+// component fails.
+// Then it shuts down in the order that loses nothing: fail /readyz and wait
+// Config.ShutdownDelay (everything still serving), stop taking sends and
+// commit what is queued (ingest), stop the relay, push and reclaim, close
+// every socket with a going-away frame and stop HTTP, then the store and
+// the embedded services.
 // It returns the first component failure, or nil.
 func (n *Node) Run(ctx context.Context) error {
 	defer n.Close()
@@ -60,12 +63,23 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.DebugListen != "" {
 		web.start(failed, "debug", n.serveDebug)
 	}
-	n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
-
+	// Ready only once the node's consumer is live: until then /readyz is
+	// 503 and WebSockets are refused, so a node that said "ready" at once
+	// went not ready a moment later. HTTP is served from the start all the
+	// same: a client that gave up on a connection queued while the node
+	// started must meet a refusal, not a session that supersedes its next.
 	var err error
 	select {
+	case <-n.Push.Live():
+		n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
+		select {
+		case <-ctx.Done():
+		case err = <-failed:
+		}
 	case <-ctx.Done():
 	case err = <-failed:
+	}
+	if err != nil {
 		n.log.Error("component failed; shutting down", "err", err)
 	}
 	// Unready first: a load balancer stops sending new sockets while

@@ -55,10 +55,17 @@ type Config struct {
 	// the frame again. Zero means 2 minutes.
 	FastMemory time.Duration
 	// Settle keeps the fast path's account of each message for a relay that
-	// asks Settled before it publishes (settle.go). Only for a single node:
-	// the relay then keeps settled messages out of the stream, which other
-	// nodes' connections would need. False: no account is kept.
+	// asks Settled before it publishes (settle.go). Only for a node no other
+	// node can join: the relay then keeps settled messages out of the
+	// stream, which other nodes' connections would need. Run also lists the
+	// stream's consumers, and while any but this node's exists no message
+	// reads settled. False: no account is kept, nothing reads settled.
 	Settle bool
+	// AloneCheck, with Settle, is how often Run lists the stream's
+	// consumers. A message reads settled only once a listing begun after its
+	// fast path found none but this node's, so it bounds how long an acked
+	// message waits to read settled. Zero means 50 ms.
+	AloneCheck time.Duration
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
 	// means 1 s.
@@ -102,6 +109,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute
+	}
+	if c.AloneCheck <= 0 {
+		c.AloneCheck = 50 * time.Millisecond
 	}
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = time.Second

@@ -1,5 +1,7 @@
 package push
 
+import "context"
+
 // InFlight is how many stream messages the registry still tracks, for tests
 // that prove nothing is left behind after a withdrawal.
 func (r *Registry) InFlight() int {
@@ -34,3 +36,7 @@ func (r *Registry) Tracked() (local, fast int) {
 	}
 	return len(r.local), fast
 }
+
+// CheckAlone lists the stream's consumers now, as Run does every
+// Config.AloneCheck, so settle tests decide when the listing happens.
+func (r *Registry) CheckAlone(ctx context.Context) { r.checkAlone(ctx, nil) }

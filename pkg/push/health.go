@@ -54,12 +54,22 @@ func (r *Registry) readyLocked() error {
 	return ErrNotConsuming
 }
 
+// Live is closed once the node's consumer is first consumed, when Ready
+// first returns nil, so a node can say it is ready only once it is. It stays
+// closed whatever happens later (Ready tells the state of the moment).
+func (r *Registry) Live() <-chan struct{} { return r.live }
+
 // setLive marks the consumer as consumed again and JetStream as answering.
 func (r *Registry) setLive() {
 	r.mu.Lock()
 	was := r.health
 	r.health = healthLive
 	r.unreachableSince = time.Time{}
+	select {
+	case <-r.live:
+	default:
+		close(r.live)
+	}
 	r.mu.Unlock()
 	if was != healthLive {
 		r.log.Info("consumer live; accepting sessions")

@@ -17,6 +17,7 @@ type metrics struct {
 	ackSeconds                                 prometheus.Histogram
 	withdrawn                                  *prometheus.CounterVec
 	consumerLost                               prometheus.Counter
+	alone                                      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,6 +54,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		consumerLost: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_consumer_lost_total",
 			Help: "Times this node's consumer was found gone (or its consume ended) and was recreated, its sessions resynced.",
+		}),
+		alone: f.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_push_settle_alone",
+			Help: "1 while settling is on and the delivery stream has no consumer but this node's, so messages every local connection acked may stay out of it; 0 otherwise.",
 		}),
 	}
 	return m

@@ -65,9 +65,18 @@ type Registry struct {
 	// local is the fast path's account of each message while the relay has
 	// not finished with it (settle.go); empty unless Config.Settle.
 	local map[string]*localEntry
+	// aloneAt is when the latest listing of the stream's consumers that
+	// found none but this node's began; zero while the latest that answered
+	// found another (settle.go). Only messages the fast path handled before
+	// it may read settled.
+	aloneAt time.Time
+	// notAlone remembers the latest answer, to log only its changes.
+	notAlone bool
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
+	// live is closed the first time health turns healthLive (see Live).
+	live chan struct{}
 	// unreachableSince is when consumer checks began failing; zero while
 	// they succeed.
 	unreachableSince time.Time
@@ -94,9 +103,11 @@ func New(cfg Config) (*Registry, error) {
 
 		streamFirst: make(map[string]time.Time),
 		local:       make(map[string]*localEntry),
+		live:        make(chan struct{}),
 	}
 	if cfg.JS == nil {
 		r.health = healthLive // fast path only: no consumer to wait for
+		close(r.live)
 	}
 	return r, nil
 }

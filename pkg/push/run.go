@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,6 +38,16 @@ func (r *Registry) Run(ctx context.Context) error {
 		r.health = healthStarting // a stopped consumer feeds nobody
 		r.mu.Unlock()
 	}()
+	if r.cfg.Settle {
+		var alone sync.WaitGroup
+		alone.Add(1)
+		go func() {
+			defer alone.Done()
+			r.watchAlone(ctx)
+		}()
+		// Run returns only once ctx ended, which ends watchAlone too.
+		defer alone.Wait()
+	}
 	for {
 		w, ok := r.start(ctx)
 		if !ok {
@@ -127,7 +138,16 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
-	w := &consuming{cons: cons, nudge: make(chan struct{}, 1), created: cons.CachedInfo().Created}
+	// The create reply cannot name this incarnation: for a consumer the
+	// server recovered from its store at startup, it carries the recovery
+	// time, while every later info carries the original creation time, and
+	// the first check would take a restarted node's own consumer for a
+	// replacement. An info right after the create says what checks will.
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s info: %w", ConsumerName(r.cfg.NodeID), err)
+	}
+	w := &consuming{cons: cons, nudge: make(chan struct{}, 1), created: info.Created}
 	w.cc, err = cons.Consume(r.handle,
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),

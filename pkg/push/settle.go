@@ -1,6 +1,13 @@
 package push
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // The fast path's account of each message, for a relay that keeps settled
 // messages out of the delivery stream (Config.Settle, stream.Settler).
@@ -12,10 +19,21 @@ import "time"
 // the fast path ran sent its `hello` after the commit, so the message is in
 // the history that client reads on `hello` (docs/architecture.md, "Recover").
 // So a settled message needs nothing the stream delivery would give it: no
-// frame, no lease, no pin. With a single node (the embedded NATS) no other
-// node's connections need it either, and the relay may delete its outbox row
+// frame, no lease, no pin. When this node is alone no other node's
+// connections need it either, and the relay may delete its outbox row
 // without publishing it. That is invariant 2 as it stands: the entry goes
 // only after every recipient connection acked it or was removed.
+//
+// Alone is proved, not assumed. The node only sets Config.Settle where no
+// other node can join (docs/architecture.md, "Settled on one node"), and Run
+// lists the stream's consumers every Config.AloneCheck besides: a message
+// reads settled only once a listing that began after its fast path found no
+// consumer but this node's. Another node's session gets `hello` only after
+// that node's consumer exists, so if it was registered before the message
+// was committed, its consumer existed before that listing began and was
+// seen; if it was registered later, its client reads the message from
+// history. Any other consumer (an integration's, one made with the nats CLI)
+// turns settling off the same way, for as long as it exists.
 
 // localEntry is one message the fast path handled.
 type localEntry struct {
@@ -48,14 +66,93 @@ func (r *Registry) settleOneLocked(id string) {
 }
 
 // Settled reports whether message id is settled on this node (see above).
-// It is false for a message the fast path has not handled (yet), so the
-// relay publishes it after its wait, as it would without this check.
-// Implements stream.Settler.
+// It is false for a message the fast path has not handled (yet), and for
+// one no listing of the stream's consumers begun after its fast path has
+// found this node alone (yet), so the relay publishes it after its wait, as
+// it would without this check. Implements stream.Settler.
 func (r *Registry) Settled(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	le := r.local[id]
-	return le != nil && !le.missed && le.waiting <= 0
+	return le != nil && !le.missed && le.waiting <= 0 && le.at.Before(r.aloneAt)
+}
+
+// watchAlone lists the stream's consumers every Config.AloneCheck until ctx
+// ends. Run owns it.
+func (r *Registry) watchAlone(ctx context.Context) {
+	t := time.NewTicker(r.cfg.AloneCheck)
+	defer t.Stop()
+	var str jetstream.Stream
+	for {
+		str = r.checkAlone(ctx, str)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkAlone lists the stream's consumers once (looking the stream up
+// first when str is nil) and records the answer; it returns the stream for
+// the next listing. A listing that fails changes nothing: messages handled
+// after the last good one wait for the next, and are published if none
+// comes within the relay's wait.
+func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstream.Stream {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
+	defer cancel()
+	began := r.cfg.Now()
+	others, err := r.otherConsumers(ctx, &str)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.sampled.Warn("list the stream's consumers; keeping new messages in the stream meanwhile", "err", err)
+		}
+		return str
+	}
+	r.mu.Lock()
+	was := r.notAlone
+	r.notAlone = len(others) > 0
+	if r.notAlone {
+		r.aloneAt = time.Time{}
+	} else {
+		r.aloneAt = began
+	}
+	r.mu.Unlock()
+	switch {
+	case r.notAlone && !was:
+		r.metrics.alone.Set(0)
+		r.log.Info("another consumer reads the delivery stream; every message goes to the stream while it exists",
+			"consumers", others)
+	case !r.notAlone:
+		r.metrics.alone.Set(1)
+		if was {
+			r.log.Info("no consumer but this node's reads the delivery stream; settling again")
+		}
+	}
+	return str
+}
+
+// otherConsumers names the stream's consumers other than this node's.
+func (r *Registry) otherConsumers(ctx context.Context, str *jetstream.Stream) ([]string, error) {
+	if *str == nil {
+		s, err := r.cfg.JS.Stream(ctx, r.cfg.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", r.cfg.Stream, err)
+		}
+		*str = s
+	}
+	var others []string
+	names := (*str).ConsumerNames(ctx)
+	for name := range names.Name() {
+		if name != ConsumerName(r.cfg.NodeID) {
+			others = append(others, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("consumers of %s: %w", r.cfg.Stream, err)
+	}
+	slices.Sort(others)
+	return others, nil
 }
 
 // Forget drops the account of messages the relay is done with (their rows

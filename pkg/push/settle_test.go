@@ -1,18 +1,37 @@
 package push_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // settleRegistry is a running registry that keeps the fast path's account
-// (Config.Settle), with a lease longer than any of these tests.
+// (Config.Settle), with a lease longer than any of these tests. Its own
+// listing of the stream's consumers waits an hour: the tests list them
+// with settled.
 func settleRegistry(t *testing.T) (*env, *push.Registry) {
 	t.Helper()
 	e := mustEnv(t)
-	return e, mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.Settle = true })
+	return e, mustRegistry(t, e, "a", func(c *push.Config) {
+		c.Lease = 10 * time.Second
+		c.Settle = true
+		c.AloneCheck = time.Hour
+	})
+}
+
+// settled lists the stream's consumers, as the registry's Run does every
+// Config.AloneCheck, and then asks whether message id reads settled.
+func settled(t *testing.T, r *push.Registry, id string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.CheckAlone(ctx)
+	return r.Settled(id)
 }
 
 // attachAll registers conns with r.
@@ -35,31 +54,31 @@ func TestSettledNeedsEveryFastPathRecipient(t *testing.T) {
 	carol := &recConn{user: "carol", device: "phone"}
 	attachAll(t, r, bob, bobWeb, carol)
 	m := e.newMsg("alice")
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled before the fast path ran")
 	}
 	r.FastPath(&m, []string{"alice", "bob", "carol"})
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled with no ack")
 	}
 	r.Ack(bob, []string{m.ID})
 	r.Ack(bob, []string{m.ID}) // a repeated ack counts once
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled with bob/web and carol not acked")
 	}
 	r.Ack(carol, []string{m.ID})
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled with bob/web not acked")
 	}
 	r.Detach(bobWeb) // left live delivery: it reads the message from history
-	if !r.Settled(m.ID) {
+	if !settled(t, r, m.ID) {
 		t.Fatal("not settled after every recipient acked or left")
 	}
 	r.Forget([]string{m.ID}, nil)
 	if local, fast := r.Tracked(); local != 0 || fast != 0 {
 		t.Fatalf("after Forget of a settled message: %d accounts, %d fast entries left, want none", local, fast)
 	}
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("a forgotten message still reads settled")
 	}
 }
@@ -75,7 +94,7 @@ func TestMissedRecipientNeverSettles(t *testing.T) {
 	m := e.newMsg("alice")
 	r.FastPath(&m, []string{"alice", "bob", "carol"})
 	r.Ack(bob, []string{m.ID})
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled though carol's connection never got the frame")
 	}
 }
@@ -113,10 +132,62 @@ func TestNoSettleKeepsNoAccount(t *testing.T) {
 	m := e.newMsg("alice")
 	r.FastPath(&m, []string{"alice", "bob"})
 	r.Ack(bob, []string{m.ID})
-	if r.Settled(m.ID) {
+	if settled(t, r, m.ID) {
 		t.Fatal("settled without Config.Settle")
 	}
 	if local, _ := r.Tracked(); local != 0 {
 		t.Fatalf("%d accounts kept without Config.Settle", local)
+	}
+}
+
+// A message reads settled only if a listing of the stream's consumers that
+// began after its fast path found none but this node's. Another consumer
+// made after the fast path and the acks, but before that listing, is seen:
+// a node that joined meanwhile (its consumer is made before any of its
+// sessions says `hello`) keeps the message in the stream for its sessions.
+// So is a consumer that is no node's: an integration's or the nats CLI's.
+// Settling resumes once it is gone.
+func TestAnotherConsumerStopsSettling(t *testing.T) {
+	for _, name := range []string{push.ConsumerName("b"), "nats-cli-view"} {
+		t.Run(name, func(t *testing.T) {
+			e, r := settleRegistry(t)
+			bob := &recConn{user: "bob", device: "phone"}
+			attachAll(t, r, bob)
+			alone := e.newMsg("alice")
+			r.FastPath(&alone, []string{"alice", "bob"})
+			r.Ack(bob, []string{alone.ID})
+			if !settled(t, r, alone.ID) {
+				t.Fatal("not settled, alone on the stream and acked by its only recipient")
+			}
+
+			m := e.newMsg("alice")
+			r.FastPath(&m, []string{"alice", "bob"})
+			r.Ack(bob, []string{m.ID})
+			ctx := context.Background()
+			if _, err := e.js.CreateConsumer(ctx, stream.DefaultName, jetstream.ConsumerConfig{
+				Durable: name, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if r.Settled(m.ID) {
+				t.Fatal("settled before any listing began after its fast path")
+			}
+			if settled(t, r, m.ID) {
+				t.Fatalf("settled with consumer %s on the stream", name)
+			}
+			later := e.newMsg("alice")
+			r.FastPath(&later, []string{"alice", "bob"})
+			r.Ack(bob, []string{later.ID})
+			if settled(t, r, later.ID) {
+				t.Fatalf("a later message settled with consumer %s on the stream", name)
+			}
+
+			if err := e.js.DeleteConsumer(ctx, stream.DefaultName, name); err != nil {
+				t.Fatal(err)
+			}
+			if !settled(t, r, later.ID) {
+				t.Fatalf("not settled once consumer %s is gone", name)
+			}
+		})
 	}
 }

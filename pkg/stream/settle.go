@@ -10,11 +10,12 @@ import (
 // within which the protocol asks clients to ack, far below the lease.
 const DefaultSettleWait = 250 * time.Millisecond
 
-// Settler is the node's live delivery as a single node's relay asks it
-// before it publishes: whether a message is settled (every connection the
-// fast path handed it to acked it or left live delivery, and the fast path
-// reached every registered recipient connection), and when the relay is
-// done with messages. *push.Registry implements it.
+// Settler is the node's live delivery as the relay of a node alone on the
+// stream asks it before it publishes: whether a message is settled (every
+// connection the fast path handed it to acked it or left live delivery, the
+// fast path reached every registered recipient connection, and no other
+// consumer has read the stream since), and when the relay is done with
+// messages. *push.Registry implements it.
 type Settler interface {
 	Settled(id string) bool
 	// Forget is told of every message whose row left the outbox: skipped
@@ -23,17 +24,19 @@ type Settler interface {
 	Forget(skipped, published []string)
 }
 
-// On a single node the stream carries a message only to this node's own
-// connections, and the fast path has already handed it to every one of them
-// that was registered; a connection registered later reads it from history
-// after its `hello`. So a message all those connections acked needs nothing
-// the stream gives (a lease, redelivery, a pin), and the relay deletes its
-// row without publishing it: measured at 5,000 msg/s, the publish, the
-// consumer's delivery, push's ack and the file store cost chatd about a
-// third of its CPU per message (BENCHMARKS.md, fifteenth pass). A message
-// that is not settled within SettleWait of its commit is published as
-// before, and its stream delivery starts the lease: the same path as without
-// a Settler, SettleWait later.
+// When the node is alone on the stream (docs/architecture.md, "Settled on
+// one node": no other node can join and no other consumer reads it), the
+// stream carries a message only to this node's own connections, and the
+// fast path has already handed it to every one of them that was registered;
+// a connection registered later reads it from history after its `hello`.
+// So a message all those connections acked needs nothing the stream gives
+// (a lease, redelivery, a pin), and the relay deletes its row without
+// publishing it, which spares the publish, the consumer's delivery, push's
+// ack and the file store: most of chatd's CPU per message (BENCHMARKS.md).
+// A message that is not settled within SettleWait of its commit is
+// published as before, and its stream delivery starts the lease: the same
+// path as without a Settler, SettleWait later. Whether the node is alone is
+// the Settler's to know; a relay given none publishes everything.
 
 // settle sorts out a round's entries (in id order) when a Settler is set:
 // a settled entry is kept out of the stream (skip), an unsettled one the
