@@ -96,7 +96,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
 	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "with the embedded NATS (one node): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one they all acked is never published (a third less CPU per message). Shorter than --lease. Negative: off. Always off with --nats-url")
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
-	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
+	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, "delete messages older than this, e.g. 2160h for 90 days; 0 keeps history forever (a chat may set its own)")
 
 	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
