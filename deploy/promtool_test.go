@@ -11,10 +11,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// promtool is the promtool scripts/ensure-deploy-tools.sh installs (make
-// check-deploy, which make test runs first, calls it). Without it the test
-// fails and says how to get it, rather than skipping.
-func promtool(t *testing.T) string {
+// deployTool is the path of a tool scripts/ensure-deploy-tools.sh installs
+// into Go's bin directory (make check-deploy, which make test runs first,
+// calls it). Without it the test fails and says how to get it, rather than
+// skipping.
+func deployTool(t *testing.T, name string) string {
 	t.Helper()
 	dir, err := exec.Command("go", "env", "GOBIN").Output()
 	if err != nil {
@@ -28,11 +29,17 @@ func promtool(t *testing.T) string {
 		}
 		bin = filepath.Join(strings.TrimSpace(string(gopath)), "bin")
 	}
-	p := filepath.Join(bin, "promtool")
+	p := filepath.Join(bin, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("promtool not found at %s: run scripts/ensure-deploy-tools.sh (make check-deploy does)", p)
+		t.Fatalf("%s not found at %s: run scripts/ensure-deploy-tools.sh (make check-deploy does)", name, p)
 	}
 	return p
+}
+
+// promtool is the promtool scripts/ensure-deploy-tools.sh installs.
+func promtool(t *testing.T) string {
+	t.Helper()
+	return deployTool(t, "promtool")
 }
 
 // grafanaVars replaces the dashboard's variables with what Grafana would put
