@@ -76,8 +76,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## check-deploy: lint and render the Helm chart, check and unit-test the alert
-## rules, verify the systemd unit (helm and promtool are built once into
-## GOPATH/bin by scripts/ensure-deploy-tools.sh; docs/operations.md)
+## rules, validate the compose proxy's Caddyfile, verify the systemd unit (helm,
+## promtool and caddy are built once into GOPATH/bin by
+## scripts/ensure-deploy-tools.sh; docs/operations.md)
 DEPLOY_BIN = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
 CHART      = deploy/helm/chatd
 check-deploy: build
@@ -92,6 +93,7 @@ check-deploy: build
 	$(DEPLOY_BIN)/promtool check config deploy/prometheus/prometheus.yml
 	$(DEPLOY_BIN)/promtool check rules deploy/prometheus/alerts.yaml
 	$(DEPLOY_BIN)/promtool test rules deploy/prometheus/alerts_test.yaml
+	$(DEPLOY_BIN)/caddy validate --adapter caddyfile --config deploy/compose/Caddyfile
 	deploy/systemd/verify.sh bin/chatd
 
 clean:

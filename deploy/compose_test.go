@@ -19,8 +19,18 @@ import (
 
 const composePath = "compose/compose.yaml"
 
-// testJWTSecret stands in for the operator's exported CHATD_JWT_SECRET.
+// testJWTSecret stands in for the operator's CHATD_JWT_SECRET.
 const testJWTSecret = "compose-test-secret-0123456789abcdef"
+
+// composeSecrets are the variables the operator puts in deploy/compose/.env
+// (docs/operations.md), with test values, as name=value.
+func composeSecrets() []string {
+	return []string{
+		"CHATD_JWT_SECRET=" + testJWTSecret,
+		"POSTGRES_PASSWORD=compose-test-postgres-password",
+		"GRAFANA_ADMIN_PASSWORD=compose-test-grafana-password",
+	}
+}
 
 // loadCompose loads compose.yaml with the compose specification's loader, as
 // `docker compose` would, with env as the shell's environment.
@@ -38,7 +48,7 @@ func loadCompose(t *testing.T, env ...string) (*types.Project, error) {
 
 func mustCompose(t *testing.T) *types.Project {
 	t.Helper()
-	p, err := loadCompose(t, "CHATD_JWT_SECRET="+testJWTSecret)
+	p, err := loadCompose(t, composeSecrets()...)
 	if err != nil {
 		t.Fatalf("load %s: %v", composePath, err)
 	}
@@ -110,9 +120,16 @@ func names(ss []types.ServiceConfig, port string) []string {
 	return out
 }
 
-func TestComposeNeedsTheJWTSecret(t *testing.T) {
-	if _, err := loadCompose(t); err == nil || !strings.Contains(err.Error(), "CHATD_JWT_SECRET") {
-		t.Errorf("load without CHATD_JWT_SECRET: got %v, want an error naming it", err)
+// Each secret is required: without it compose refuses to start and names
+// it, rather than running with a default anyone can read in this file.
+func TestComposeNeedsItsSecrets(t *testing.T) {
+	all := composeSecrets()
+	for i, kv := range all {
+		name, _, _ := strings.Cut(kv, "=")
+		others := slices.Delete(slices.Clone(all), i, i+1)
+		if _, err := loadCompose(t, others...); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("load without %s: got %v, want an error naming it", name, err)
+		}
 	}
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the tools `make check-deploy` runs are installed: helm (lint and
-# render the chart), promtool (check and unit-test the alert rules), both
-# built from the Go module proxy into $(go env GOPATH)/bin, and
-# systemd-analyze (verify the unit) from Debian's systemd package.
+# render the chart), promtool (check and unit-test the alert rules), caddy
+# (validate the compose proxy's Caddyfile), all built from the Go module proxy
+# into $(go env GOPATH)/bin, and systemd-analyze (verify the unit) from
+# Debian's systemd package.
 #
 # Idempotent: a tool already built at the pinned version is left alone, so
 # only the first run pays for the builds (timed in docs/operations.md,
@@ -13,6 +14,10 @@ set -euo pipefail
 GO=${GO:-go}
 HELM_VERSION=v3.22.0
 PROMETHEUS_VERSION=v0.316.0 # promtool; the Go module version of Prometheus 3.x
+# The compose proxy's image is caddy:2.10 (deploy/caddy_test.go checks they
+# agree). Not Debian's caddy: bookworm ships 2.6, which rejects directives the
+# image supports (stream_close_delay).
+CADDY_VERSION=v2.10.2
 
 bindir=$("$GO" env GOBIN)
 if [ -z "$bindir" ]; then
@@ -43,6 +48,7 @@ ensure_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 # GCE, ...), a large share of the build; promtool only checks our static
 # scrape config and rules. (Kubernetes discovery stays: promtool imports it.)
 ensure_go_tool promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" remove_all_sd
+ensure_go_tool caddy github.com/caddyserver/caddy/v2/cmd/caddy "$CADDY_VERSION"
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "systemd-analyze not found; installing Debian's systemd package..." >&2

@@ -97,7 +97,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, "auto: while this node is provably alone (embedded NATS, and no --nats-listen unless the database is the managed one) and no other consumer reads the delivery stream, a message every local connection acked is deleted from the outbox without entering the stream; off: every message enters the stream (for integrations, or to see each one with the nats CLI)")
 	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "while settling (--settle): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it. Shorter than --lease. Negative: settling off")
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
-	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
+	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, "delete messages older than this, e.g. 2160h for 90 days; 0 keeps history forever (a chat may set its own)")
 
 	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")

@@ -1,5 +1,6 @@
 // Command chatd is the chat backend: `chatd` serves; `chatd token USER`
-// prints a token signed with the configured secret. Every setting is a flag
+// prints a token signed with the configured secret; `chatd help` prints the
+// usage, and any other word is a usage error (exit 2). Every setting is a flag
 // with an environment fallback; see `chatd --help`.
 package main
 
@@ -28,13 +29,48 @@ func stdout() io.Writer { return os.Stdout }
 
 func main() {
 	err := run(os.Args[1:])
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case err != nil:
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "chatd:", oneLine(err))
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// usageErr marks a command line chatd cannot read (an unknown flag, command
+// or argument): run has printed the usage, and chatd exits 2, as the flag
+// package's ExitOnError does, so a script can tell it from a failed start.
+type usageErr struct{ err error }
+
+func (e usageErr) Error() string { return e.err.Error() }
+func (e usageErr) Unwrap() error { return e.err }
+
+// exitCode is the process's exit status for run's error: 0 for none or
+// --help, 2 for a usage error, 1 for anything else.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageErr)):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// parseArgs parses args into fs; a parse error (already printed with the
+// usage by fs) is a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return usageErr{err}
+	}
+	return err
+}
+
+// strayArg prints fs's usage for a positional argument chatd does not take
+// and returns the error naming it.
+func strayArg(fs *flag.FlagSet, arg string) error {
+	fs.Usage()
+	return usageErr{fmt.Errorf("unknown command or argument %q (chatd help lists them)", arg)}
 }
 
 // oneLine folds a multi-line error (pgx lists every address it tried on
@@ -51,13 +87,27 @@ func run(args []string) error {
 	var s settings
 	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  chatd [flags]                 serve\n  chatd token USER [--device D] [--ttl 24h] [flags]   print a token\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage:\n  chatd [flags]                 serve\n  chatd token USER [--device D] [--ttl 24h] [flags]   print a token\n  chatd help [token]            this help, or the token command's\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	f := registerFlags(fs, &s)
 	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	// Every setting is a flag, so a positional word is a typo or a
+	// subcommand chatd lacks; serving anyway would ignore the flags after
+	// it and create ./data.
+	if fs.NArg() > 0 {
+		if fs.Arg(0) != "help" {
+			return strayArg(fs, fs.Arg(0))
+		}
+		if fs.Arg(1) == "token" {
+			return runToken([]string{"--help"})
+		}
+		fs.SetOutput(stdout())
+		fs.Usage()
+		return nil
 	}
 	if *version {
 		fmt.Fprintln(stdout(), node.ReadBuildInfo())
@@ -148,14 +198,18 @@ func runToken(args []string) error {
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		user, rest = args[0], args[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
+	if err := parseArgs(fs, rest); err != nil {
 		return err
+	}
+	extra := fs.Args()
+	if user == "" && len(extra) > 0 {
+		user, extra = extra[0], extra[1:]
+	}
+	if len(extra) > 0 {
+		return strayArg(fs, extra[0])
 	}
 	if err := finishSettings(fs, f, &s); err != nil {
 		return err
-	}
-	if user == "" && fs.NArg() > 0 {
-		user = fs.Arg(0)
 	}
 	if !chatd.ValidUserID(user) {
 		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)

@@ -27,19 +27,37 @@ type Node struct {
 	err    error
 }
 
-// Run starts a node with cfg and runs it until Stop or the end of t. An
-// empty Listen becomes 127.0.0.1:0 and a nil Logger discards. It fails t if
-// the node cannot start, and reports an error from its Run.
-func Run(t testing.TB, cfg node.Config) *Node {
+// Start is node.Start with the harness's defaults, for a test that wants
+// the start to fail. A node that does start is closed when t ends.
+func Start(t testing.TB, cfg node.Config) (*node.Node, error) {
 	t.Helper()
+	n, err := node.Start(context.Background(), withDefaults(cfg))
+	if err == nil {
+		t.Cleanup(n.Close)
+	}
+	return n, err
+}
+
+// withDefaults fills in what a test leaves empty: Listen becomes
+// 127.0.0.1:0, since node.Config's own default is the address `make run`
+// holds, and a nil Logger discards.
+func withDefaults(cfg node.Config) node.Config {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	return cfg
+}
+
+// Run starts a node with cfg (with Start's defaults) and runs it until Stop
+// or the end of t. It fails t if the node cannot start, and reports an
+// error from its Run.
+func Run(t testing.TB, cfg node.Config) *Node {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := node.Start(ctx, cfg)
+	n, err := node.Start(ctx, withDefaults(cfg))
 	if err != nil {
 		cancel()
 		t.Fatalf("start node %s: %v", cfg.NodeID, err)

@@ -144,6 +144,9 @@ type Config struct {
 	// within it in memory.
 	StreamDuplicates time.Duration
 	GCInterval       time.Duration
+	// HistoryRetention is how long a chat's messages are kept unless the
+	// chat sets its own. Zero keeps them forever (deleting history is the
+	// operator's choice); otherwise it must exceed StreamMaxAge.
 	HistoryRetention time.Duration
 
 	// RelayStepDownAfter is how long this node's relay may fail to publish
@@ -206,8 +209,8 @@ func (c *Config) setDefaults() error {
 	if c.DataDir == "" && (c.DatabaseURL == "" || c.NATSURL == "") {
 		return errors.New("node: DataDir is required when PostgreSQL or NATS is embedded")
 	}
-	if c.HistoryRetention <= 0 {
-		c.HistoryRetention = 90 * 24 * time.Hour
+	if c.HistoryRetention < 0 {
+		return fmt.Errorf("node: history retention %v is negative; 0 keeps history forever", c.HistoryRetention)
 	}
 	if c.StreamMaxAge <= 0 {
 		c.StreamMaxAge = stream.DefaultMaxAge
@@ -215,7 +218,7 @@ func (c *Config) setDefaults() error {
 	// docs/architecture.md, invariant 4: a client recovers from history what
 	// live delivery gave up on, so history must outlive anything the delivery
 	// buffer still holds.
-	if c.HistoryRetention <= c.StreamMaxAge {
+	if c.HistoryRetention != 0 && c.HistoryRetention <= c.StreamMaxAge {
 		return fmt.Errorf("node: history retention %v must be longer than the stream's max age %v (a recipient recovers from history what the stream dropped)", c.HistoryRetention, c.StreamMaxAge)
 	}
 	if c.StreamDuplicates <= 0 {

@@ -17,6 +17,22 @@ func TestHistoryMustOutliveTheStream(t *testing.T) {
 	})
 }
 
+// A zero HistoryRetention stays zero (keep history forever), and is valid
+// whatever the stream's max age; a negative one is refused.
+func TestHistoryKeptForeverByDefault(t *testing.T) {
+	cfg := Config{DataDir: "d"}
+	if err := cfg.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HistoryRetention != 0 {
+		t.Fatalf("default history retention %v, want 0 (keep forever)", cfg.HistoryRetention)
+	}
+	checkDefaults(t, []defaultsCase{
+		{"forever with a long stream", Config{DataDir: "d", StreamMaxAge: 1000 * time.Hour}, false},
+		{"negative", Config{DataDir: "d", HistoryRetention: -time.Hour}, true},
+	})
+}
+
 // defaultsCase is a configuration and whether setDefaults refuses it.
 type defaultsCase struct {
 	name    string

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"context"
 	"crypto/tls"
 	"path/filepath"
 	"strings"
@@ -174,8 +173,7 @@ func TestExternalNATSAuth(t *testing.T) {
 			for _, w := range tc.wrong {
 				bad := externalConfig(t, url, "bad")
 				bad.NATS = w.opts
-				if n, err := node.Start(context.Background(), bad); err == nil {
-					n.Close()
+				if _, err := testnode.Start(t, bad); err == nil {
 					t.Fatalf("node with wrong credentials %+v started, want an error", w.opts)
 				} else if t.Logf("wrong credentials: %v", err); !strings.Contains(err.Error(), w.flag) {
 					t.Fatalf("wrong credentials: got %q, want it to name %s", err, w.flag)

@@ -1,10 +1,10 @@
-package node
+package node_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"testing"
+
+	"github.com/chatd/chatd/internal/testnode"
+	"github.com/chatd/chatd/pkg/node"
 )
 
 // A Start that fails after it began acquiring things returns the error and
@@ -12,13 +12,12 @@ import (
 // result is nil by the time the deferred cleanup runs), which hid every
 // startup error, such as a --max-body-bytes no envelope can fit.
 func TestStartFailureReturnsAnError(t *testing.T) {
-	cfg := Config{
+	cfg := node.Config{
 		DatabaseURL: "postgres://chatd@127.0.0.1:1/none?connect_timeout=1",
 		NATSURL:     "nats://127.0.0.1:1",
 		JWTSecret:   "secret", NodeID: "t",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	n, err := Start(context.Background(), cfg)
+	n, err := testnode.Start(t, cfg)
 	if err == nil || n != nil {
 		t.Fatalf("start against nothing: got %v, %v; want nil and an error", n, err)
 	}

@@ -124,7 +124,9 @@ func readResult(mk ReadMark, chatExists, member bool, pos chatd.ReadPosition) Re
 
 // PruneHistory deletes messages older than their chat's retention (the
 // chat's override, else defaultRetention, and never less than
-// Config.MinChatRetention) as of now, and returns how many it deleted.
+// Config.MinChatRetention) as of now, and returns how many it deleted. A
+// zero defaultRetention keeps forever the history of every chat that has no
+// retention of its own.
 // A message that still has an outbox row (accepted, not yet relayed) is
 // kept whatever its age: deleting it would lose it for every recipient; it
 // goes on a later run, after the relay published it. It deletes in chunks so
@@ -139,6 +141,7 @@ func (s *Store) PruneHistory(ctx context.Context, defaultRetention time.Duration
 				where h.created_at < $2::timestamptz - greatest(
 					coalesce(c.retention, $1::bigint * interval '1 microsecond'),
 					$4::bigint * interval '1 microsecond')
+				  and (c.retention is not null or $1::bigint > 0)
 				  -- unrelayed: the database's check (migration 002) would refuse it anyway
 				  and not exists (select 1 from outbox o where o.history_id = h.id)
 				limit $3)`,
