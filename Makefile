@@ -49,11 +49,17 @@ lint:
 	$(STATICCHECK) ./...
 
 ## test: lint, the deploy/ checks, then every test with the race detector, a short
-## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium)
-test: deps lint check-deploy
-	$(GO) test -race -count=1 -timeout 30m ./...
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)
-	$(MAKE) test-web
+## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium);
+## each step says when it starts, every minute while it runs, and how long it took
+test:
+	@scripts/step.sh begin
+	@scripts/step.sh "PostgreSQL's server binaries" $(MAKE) --no-print-directory deps
+	@scripts/step.sh "lint: gofmt, go vet, staticcheck" $(MAKE) --no-print-directory lint
+	@scripts/step.sh "deploy/ checks: helm, promtool, caddy, systemd-analyze" $(MAKE) --no-print-directory check-deploy
+	@scripts/step.sh "Go tests, race detector" $(GO) test -race -count=1 -timeout 30m ./...
+	@scripts/step.sh "fuzz" $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)
+	@scripts/step.sh "web: SDK against chatd, demo in Chromium" $(MAKE) --no-print-directory test-web
+	@scripts/step.sh summary
 
 ## deps-web: install what the web tests need (Debian's chromium, npm packages)
 deps-web:

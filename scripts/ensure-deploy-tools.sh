@@ -30,25 +30,57 @@ built_at() {
   "$GO" version -m "$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'
 }
 
-# ensure_go_tool BINARY PACKAGE VERSION [TAGS] installs PACKAGE@VERSION
-# unless BINARY in $bindir was already built from that version.
-ensure_go_tool() {
-  local bin=$1 pkg=$2 version=$3 tags=${4:-}
-  if [ "$(built_at "$bindir/$bin")" = "$version" ]; then
-    return 0
-  fi
-  echo "installing $bin $version ($pkg), a one-time build..." >&2
-  local start=$SECONDS
-  GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$bindir "$GO" install -tags "$tags" "$pkg@$version"
-  echo "installed $bin $version in $((SECONDS - start)) s" >&2
+# need_go_tool BINARY VERSION: whether BINARY in $bindir is missing or was
+# built from another version.
+need_go_tool() {
+  [ "$(built_at "$bindir/$1")" != "$2" ]
 }
 
-ensure_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+# The missing tools build at once, each in the background with its output in
+# a log: on two cores the builds overlap their downloads and links, and the
+# first `make test` waits for the slowest instead of the sum. A line a minute
+# says which are still building.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+pids=() names=()
+# build BINARY PACKAGE VERSION [TAGS] starts installing PACKAGE@VERSION unless
+# BINARY is already that version.
+build() {
+  local bin=$1 pkg=$2 version=$3 tags=${4:-}
+  need_go_tool "$bin" "$version" || return 0
+  echo "building $bin $version ($pkg), once; later runs reuse it..." >&2
+  (
+    start=$SECONDS
+    GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$bindir "$GO" install -tags "$tags" "$pkg@$version" >"$logs/$bin" 2>&1 ||
+      exit 1
+    echo "built $bin $version in $((SECONDS - start)) s" >&2
+  ) &
+  pids+=($!)
+  names+=("$bin")
+}
+
+build helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 # remove_all_sd: leave out Prometheus's cloud service discoveries (AWS, Azure,
 # GCE, ...), a large share of the build; promtool only checks our static
 # scrape config and rules. (Kubernetes discovery stays: promtool imports it.)
-ensure_go_tool promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" remove_all_sd
-ensure_go_tool caddy github.com/caddyserver/caddy/v2/cmd/caddy "$CADDY_VERSION"
+build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" remove_all_sd
+build caddy github.com/caddyserver/caddy/v2/cmd/caddy "$CADDY_VERSION"
+
+if [ ${#pids[@]} -gt 0 ]; then
+  started=$SECONDS
+  (while sleep 60; do echo "... still building (${names[*]}), $((SECONDS - started)) s so far" >&2; done) &
+  beat=$!
+  failed=()
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed+=("${names[$i]}")
+  done
+  kill "$beat" 2>/dev/null
+  for bin in "${failed[@]}"; do
+    echo "building $bin failed:" >&2
+    cat "$logs/$bin" >&2
+  done
+  [ ${#failed[@]} -eq 0 ] || exit 1
+fi
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "systemd-analyze not found; installing Debian's systemd package..." >&2
