@@ -662,7 +662,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 
 // cidConflict refuses a send whose (sender, cid) names a message of another
 // chat. Answering it with that message would tell the sender that a message
-// its chat's members never get was accepted (issue 8, item 9).
+// its chat's members never get was accepted.
 func cidConflict(snd *Send) error {
 	return fmt.Errorf("cid %q was already used by %s for another chat or kind of event: give each new message or event a new cid: %w",
 		snd.CID, snd.From, chatd.ErrCIDConflict)
