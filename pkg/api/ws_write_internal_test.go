@@ -221,7 +221,7 @@ func TestNoDataFrameAfterTheCloseFrame(t *testing.T) {
 
 // BenchmarkWriteFrames is the writer's cost per frame through a real socket
 // when a wake finds 1, 2 or 8 frames of a typical msg frame's size queued
-// (pairs at 5,000 msg/s averages 1.7). The write system call is most of
+// (under load a wake often finds more than one). The write system call is most of
 // the cost of one frame, so ns/frame falls steeply as frames per wake grow;
 // if frames=8 costs near frames=1 per frame, the writes stopped coalescing.
 func BenchmarkWriteFrames(b *testing.B) {
