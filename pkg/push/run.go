@@ -109,8 +109,8 @@ func (r *Registry) start(ctx context.Context) (*consuming, bool) {
 // pulls again: with the library's defaults (30 s, 15 s) live delivery
 // stalled for a whole pull's life after a NATS server died
 // (docs/benchmarks-log.md, "3-node cluster: `make cluster` under chatload,
-// steady and with kills (issue 11)"); with these, for two heartbeats. The cost is a heartbeat a second and a
-// new pull every 10 s per idle node.
+// steady and with kills (issue 11)"); with these, for two heartbeats. The
+// cost is a heartbeat a second and a new pull every 10 s per idle node.
 const (
 	pullExpiry    = 10 * time.Second
 	pullHeartbeat = time.Second

@@ -25,8 +25,9 @@ const (
 	// only delays the first publish once the new leader is there (measured:
 	// live delivery came back seconds after the new leader instead of
 	// within one; docs/benchmarks-log.md, "Failover: SIGKILL of the stream
-	// leader under load (issue 8, item 18)"). A link that stays up while publishes fail for this long is a
-	// partition the client has not noticed, where another node may do better.
+	// leader under load (issue 8, item 18)"). A link that stays up while
+	// publishes fail for this long is a partition the client has not
+	// noticed, where another node may do better.
 	connectedStepDownFactor = 6
 )
 
