@@ -85,7 +85,7 @@ func EncodeEnvelope(e *Envelope) ([]byte, error) {
 // reflection for the shape EncodeEnvelope writes: every node decodes every
 // event it delivers. Anything else (unknown or case-folded keys, nulls,
 // reaction sets, malformed JSON) is decoded by encoding/json, so the result
-// never differs from it (FuzzDecodeEnvelope holds the two equal).
+// never differs from it (FuzzEnvelopeJSON holds the two equal).
 func DecodeEnvelope(data []byte) (Envelope, error) {
 	var e Envelope
 	// The fast path copies string bytes as they are; encoding/json replaces

@@ -18,10 +18,9 @@ import (
 	"github.com/chatd/chatd/pkg/node"
 )
 
-// Bounds of TestNodeCutFromNATSOthersKeepDelivering. Measured before the
-// fix (issue 8, item 15): with the relay's node cut off, live delivery
-// stopped on every node for as long as the cut lasted (p99 40.4 s for a
-// 40 s cut), so any bound short of the cut tells fixed from broken.
+// Bounds of TestNodeCutFromNATSOthersKeepDelivering. Before the fix, with
+// the relay's node cut off, live delivery stopped on every node for as long
+// as the cut lasted, so any bound short of the cut tells fixed from broken.
 const (
 	// healthyWithin: cut → the first message sent after the cut delivered
 	// live between two nodes that still reach NATS. It covers the relay
@@ -263,7 +262,7 @@ func ready(rn *runningNode) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// Issue 8, item 15. Three nodes on one PostgreSQL and one NATS; node a
+// Three nodes on one PostgreSQL and one NATS; node a
 // holds the relay and reaches NATS through a proxy. Cutting that proxy
 // must not stall the cluster: clients of b and c keep getting live
 // delivery within seconds (the relay moves off a), and a's client is

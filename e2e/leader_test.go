@@ -14,8 +14,8 @@ import (
 )
 
 // resumeWithin bounds stream leader elected → the first message sent after
-// it delivered live across nodes. Issue 8 (item 18) asks for relay and push
-// to resume within 1 s; the bound adds the send's own accept-and-deliver
+// it delivered live across nodes. Relay and push are meant to resume within
+// 1 s; the bound adds the send's own accept-and-deliver
 // time on a loaded test machine with the race detector.
 const resumeWithin = 3 * time.Second
 

@@ -1,6 +1,6 @@
 package main
 
-// Bad clients (issue 30): a share of --clients that never sends a valid
+// Bad clients: a share of --clients that never sends a valid
 // message, to show that one client's bad input or flood never hurts another
 // client. Poison clients send bodies with NUL, bodies over the server's
 // limit and frames that are not the protocol at all; typing flooders send

@@ -146,7 +146,7 @@ func (r *BadReport) writeText(p func(string, ...any)) {
 }
 
 // baselineFactor is how far the good clients' live p99 may rise over the
-// same run's without bad clients (issue 30's "within 2×").
+// same run's without bad clients before the bad ones count as harming them.
 const baselineFactor = 2
 
 // BaselineCheck compares the good clients' live p99 with a baseline run's.

@@ -121,8 +121,8 @@ func writeFiles(cfg *Config, rep *Report) error {
 // small (the run's records) while it allocates per frame, so at Go's
 // default of 100 it collected several times a second, and the marking, the
 // assists and the regrowth of the send workers' stacks that each collection
-// shrinks were a quarter of its CPU in pairs at 4,000 msg/s: CPU that chatd
-// and PostgreSQL lose on a shared box. At 400 the heap may grow to five
+// shrinks were a large share of its CPU under load: CPU that chatd and
+// PostgreSQL lose on a shared box. At 400 the heap may grow to five
 // times the live data, a few hundred MiB for a long run. An embedded chatd
 // shares the setting, so there it stays Go's unless asked for.
 func setGOGC(fs *flag.FlagSet, remote bool) bool {

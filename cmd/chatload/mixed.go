@@ -1,6 +1,6 @@
 package main
 
-// The mixed scenario (issue 9): small groups where each paced turn is a
+// The mixed scenario: small groups where each paced turn is a
 // send (some with meta), an edit or delete of the sender's own message, a
 // reaction on anyone's message, or a read receipt; typing signals run
 // beside the turns. Edits, deletes and reactions are events in the chat's

@@ -129,7 +129,7 @@ func mustRun(t *testing.T, cfg Config) *Report {
 // good pairs against an embedded chatd: the tool must carry the run through
 // the bad connections' closes, report what they sent and were told, and
 // still reconcile the good clients exactly. Whether chatd kept the good
-// clients unharmed is the run's verdict (issue 30), not this test's.
+// clients unharmed is the run's verdict, not this test's.
 func TestSmokeBadClients(t *testing.T) {
 	cfg := Config{Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 3 * time.Second,
 		PoisonPct: 10, TypingFloodPct: 10, TypingFloodRate: 200, Progress: time.Second, Drain: 15 * time.Second}

@@ -1,8 +1,8 @@
 // Package logsample keeps a repeating error from flooding the log: the
 // first occurrence of a message is logged as usual, its repeats within an
-// interval are counted, and the count is logged once per interval. A 1 s
-// PostgreSQL outage at 2,000 msg/s wrote ~400 identical WARN lines before
-// this; now it writes two.
+// interval are counted, and the count is logged once per interval. Before
+// it, even a short PostgreSQL outage wrote one identical WARN line per
+// failed batch; now it writes two.
 package logsample
 
 import (

@@ -2,7 +2,7 @@ package api_test
 
 import "testing"
 
-// Issue 8, item 9: a cid reused for another chat is not a resend. REST
+// A cid reused for another chat is not a resend. REST
 // answers 409 cid_conflict, the WebSocket `rejected invalid`, and nothing is
 // stored in the second chat (before, REST answered 200 with chat A's message
 // and B's member never got anything).

@@ -10,7 +10,8 @@ import (
 )
 
 // errorCode maps a domain error to its wire code and HTTP status. It is the
-// one place where chatd's errors become statuses (STYLE: only pkg/api maps).
+// one place where chatd's errors become statuses: no other package maps
+// them, so every path answers one error with one code and status.
 func errorCode(err error) (code wire.Code, status int) {
 	switch {
 	case errors.Is(err, chatd.ErrTooLarge):

@@ -18,7 +18,7 @@ import (
 )
 
 // closeBound is the most a silent or trickling client may hold a
-// connection with the default timeouts (issue 8, item 2).
+// connection with the default timeouts.
 const closeBound = 15 * time.Second
 
 func (e *env) addr() string { return strings.TrimPrefix(e.base, "http://") }

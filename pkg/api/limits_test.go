@@ -31,7 +31,7 @@ func withEnvelopeLimit(t *testing.T, limit int) func(*api.Config) {
 	}
 }
 
-// Issue 8, item 8a: a message whose stream envelope would exceed the limit
+// A message whose stream envelope would exceed the limit
 // (a long body of characters JSON escapes, in a group with many members) is
 // REST 400 too_large and WebSocket `rejected too_large`; nothing is stored
 // and no member gets anything. The same body fits a 2-member chat.

@@ -5,12 +5,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// labelledCounter is a one-label CounterVec whose children for the labels
-// a hot path uses are looked up once, at start. Every client frame and
-// every written frame counts itself: WithLabelValues hashes the label and
-// takes the vector's lock each time (about 1% of chatd's CPU at 5,000
-// msg/s), a read of this map does neither. Any other label still goes
-// through the vector, so nothing is miscounted.
+// labelledCounter is a one-label CounterVec whose children for the labels a
+// hot path uses are looked up once, at start. Every client frame and every
+// written frame counts itself: WithLabelValues hashes the label and takes the
+// vector's lock each time (a visible share of chatd's CPU when every frame
+// does it: docs/benchmarks-log.md, "Issue 12, twelfth pass: the relay's reply
+// subjects, per-frame counters, plain-ASCII escaping (2026-12-03, 10:36–12:12
+// UTC)"), a read of this map does neither. Any other label still goes through
+// the vector, so nothing is miscounted.
 type labelledCounter struct {
 	vec   *prometheus.CounterVec
 	known map[string]prometheus.Counter // never written after newLabelledCounter

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 30, item 1: text PostgreSQL cannot store (a NUL, bytes that are not
+// Text PostgreSQL cannot store (a NUL, bytes that are not
 // UTF-8) is refused at the edge, 400 invalid on REST and rejected invalid on
 // the WebSocket, with an error naming the field; it never reaches a batch
 // (where it failed every other sender's send) and never answers 500, 503

@@ -232,7 +232,7 @@ func TestWSIdleClose4002(t *testing.T) {
 }
 
 // The idle deadline moves at most every IdleTimeout/16 (a timer update per
-// frame was ~3% of chatd's CPU), yet a session is never cut before a full
+// frame costs CPU, see internal/idle), yet a session is never cut before a full
 // IdleTimeout of silence, however its frames fell, and not much after.
 func TestWSIdleCloseNeverBeforeTimeout(t *testing.T) {
 	const idle = 800 * time.Millisecond

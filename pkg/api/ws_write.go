@@ -8,10 +8,11 @@ import (
 )
 
 // Data frames are framed here and written to the socket by the session's
-// writer itself, every frame its writer found queued in one write: measured
-// in pairs at 5,000 msg/s a writer wakes to 1.7 queued frames on average
-// (3.4 at 8,000), and on this kind of VM each write system call costs more
-// than framing the bytes (BENCHMARKS.md, "Issue 12, sixth pass"). The
+// writer itself, every frame its writer found queued in one write: under
+// load a writer often wakes to more than one queued frame, and on a VM each
+// write system call costs more than framing the bytes
+// (docs/benchmarks-log.md, "Issue 12, sixth pass: one socket write per
+// writer wake, and where PostgreSQL's time goes (2026-12-01/02)"). The
 // library's WriteMessage writes one frame per call and has no way to hold a
 // write back. The library still writes the control frames (ping, pong,
 // close) with one Write each; a net.Conn's Write is atomic towards other

@@ -221,9 +221,10 @@ func TestNoDataFrameAfterTheCloseFrame(t *testing.T) {
 
 // BenchmarkWriteFrames is the writer's cost per frame through a real socket
 // when a wake finds 1, 2 or 8 frames of a typical msg frame's size queued
-// (pairs at 5,000 msg/s averages 1.7). The write system call is most of
-// the cost of one frame, so ns/frame falls steeply as frames per wake grow;
-// if frames=8 costs near frames=1 per frame, the writes stopped coalescing.
+// (under load a wake often finds more than one). The write system call is
+// most of the cost of one frame, so ns/frame falls steeply as frames per wake
+// grow; if frames=8 costs near frames=1 per frame, the writes stopped
+// coalescing.
 func BenchmarkWriteFrames(b *testing.B) {
 	for _, perWake := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("frames=%d", perWake), func(b *testing.B) {

@@ -7,11 +7,13 @@ import (
 
 // fullAlarm lets Submit wake the dispatcher while it gathers a batch, but
 // only once the queue holds enough sends to fill that batch. Without it the
-// dispatcher woke for every send: at 5,000 msg/s about 5,000 wake-ups a
-// second of a goroutine that had nothing to do but append the send and go
-// back to waiting out the gather window, each a trip through the scheduler
-// on this box's two cores. Now a window's sends wait in the channel and the
-// dispatcher takes them all when the window ends or the batch is full.
+// dispatcher woke for every send, a goroutine that had nothing to do but
+// append the send and go back to waiting out the gather window, each wake a
+// trip through the scheduler on a box of few cores (docs/benchmarks-log.md,
+// "Issue 12, eleventh pass: the dispatcher's wake-ups, and one Go processor
+// (2026-12-03, 08:15–09:20 UTC)"). Now a window's sends wait in the channel
+// and the dispatcher takes them all when the window ends or the batch is
+// full.
 //
 // The alarm is a hint, never needed for correctness: a missed or stale ring
 // costs at most a batch closed at its window's end, as without a size limit.

@@ -12,10 +12,11 @@ import (
 	"github.com/chatd/chatd/pkg/ingest"
 )
 
-// Issue 8, item 9, through the accept path: two sends with one cid to two
-// chats in the same group-commit batch (both queued before Run starts, so
-// the one worker's first batch takes both): the first is accepted, the second refused
-// with chatd.ErrCIDConflict, and the second chat holds nothing.
+// A cid reused for another chat, through the accept path: two sends with
+// one cid to two chats in the same group-commit batch (both queued before
+// Run starts, so the one worker's first batch takes both): the first is
+// accepted, the second refused with chatd.ErrCIDConflict, and the second
+// chat holds nothing.
 func TestCIDReusedInOneBatchIsAConflict(t *testing.T) {
 	s := mustStore(t)
 	a := mustGroup(t, s, "alice", "bob")

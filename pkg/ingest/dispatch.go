@@ -12,15 +12,16 @@ import (
 // Why one dispatcher rather than workers taking from the queue themselves:
 // a batch locks its chats' rows until COMMIT (seq allocation), so two
 // concurrent batches with a chat in common run one after the other inside
-// PostgreSQL. With 300 chats and 4 workers at 5,000 msg/s almost every pair
-// of batches shared a chat, and PostgreSQL spent more time in those lock
-// waits than in all the inserts. Fixed chat-to-worker shards avoided the
-// waits but made every worker gather only a quarter of the traffic: at
-// 2,000 msg/s batches were smaller, PostgreSQL spent ~15% more CPU per
-// message, and a send waited for its own shard's commit while the other
-// workers idled. The dispatcher keeps both: any idle committer takes the
-// oldest ready sends, and a chat whose batch is still committing waits
-// here, in order, instead of in a row lock.
+// PostgreSQL. Under load with a few hundred chats almost every pair of
+// batches shared a chat, and PostgreSQL spent more time in those lock waits
+// than in all the inserts. Fixed chat-to-worker shards avoided the waits
+// but made every worker gather only its share of the traffic: batches were
+// smaller, PostgreSQL spent more CPU per message, and a send waited for its
+// own shard's commit while the other workers idled (docs/benchmarks-log.md,
+// "Issue 12, second pass: PostgreSQL's lock waits, rewrites of target rows,
+// the relay, idle memory (2026-12-01)"). The dispatcher keeps both: any
+// idle committer takes the oldest ready sends, and a chat whose batch is
+// still committing waits here, in order, instead of in a row lock.
 //
 // It is also why a chat's sends commit in the order they were submitted:
 // they leave its FIFO in order and only one batch holds the chat at a time.

@@ -12,7 +12,7 @@ import (
 	"github.com/chatd/chatd/pkg/store"
 )
 
-// Issue 8, item 8a: a send whose stream envelope would be over
+// A send whose stream envelope would be over
 // Config.MaxEnvelopeBytes is refused with chatd.ErrTooLarge and stores
 // nothing, while the same body to a smaller chat, or in plain letters, fits.
 func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 )
 
 // A database failure repeated for every batch is logged once, and the
-// repeats as one count when ingest stops, not one WARN line per batch: a
-// 1 s PostgreSQL outage at 2,000 msg/s used to write ~400 identical lines.
+// repeats as one count when ingest stops, not one WARN line per batch: even
+// a short PostgreSQL outage under load used to write a line per batch.
 func TestRepeatedCommitFailuresAreSampled(t *testing.T) {
 	s := mustStore(t)
 	chat := mustGroup(t, s, "alice", "bob")

@@ -107,9 +107,10 @@ func (r *Registry) start(ctx context.Context) (*consuming, bool) {
 // notices a pull lost with its server (the server was SIGKILLed, or the
 // consumer's leader moved) only when two heartbeats are missing, and then
 // pulls again: with the library's defaults (30 s, 15 s) live delivery
-// stalled for 30 s after a NATS server died (BENCHMARKS.md, "3-node
-// cluster"); with these, about 2 s. The cost is a heartbeat a second and a
-// new pull every 10 s per idle node.
+// stalled for a whole pull's life after a NATS server died
+// (docs/benchmarks-log.md, "3-node cluster: `make cluster` under chatload,
+// steady and with kills (issue 11)"); with these, for two heartbeats. The
+// cost is a heartbeat a second and a new pull every 10 s per idle node.
 const (
 	pullExpiry    = 10 * time.Second
 	pullHeartbeat = time.Second

@@ -104,9 +104,10 @@ type LastSeenStore interface {
 //
 // The heartbeat is per node, not per user, because refreshing every user's
 // entry cost a JetStream write per online user every Refresh on the
-// writing node and a watch update on every node: 4,000 of each per second
-// with 10,000 users online, a third of an idle node's CPU
-// (BENCHMARKS.md, "Issue 12, ninth pass").
+// writing node and a watch update on every node, which with many users
+// online cost an idle node a large share of its CPU (docs/benchmarks-log.md,
+// "Issue 12, ninth pass: presence beats per node, not per user (2026-12-02,
+// evening)").
 // Connected, Disconnected and Lookup are safe for concurrent use and do not
 // block; Run does the I/O.
 type Presence struct {

@@ -12,10 +12,12 @@ import (
 // (commit.go). pgx encodes a plain []string, []int64 or []time.Time through
 // its generic array codec, which hands each element over as an interface
 // value: one allocation per string, per time and per int64 above 255, for
-// every column of every row. At 5,000 msg/s that was 18 allocations per
-// message, the largest single source of chatd's allocations (BENCHMARKS.md,
-// "Issue 12, seventh pass"). These slice types are written in PostgreSQL's
-// binary array format directly, with no allocation but the buffer's.
+// every column of every row: the largest single source of chatd's
+// allocations per message (docs/benchmarks-log.md, "Issue 12, seventh pass:
+// the relay's own publisher, fewer allocations per message, and the foreign
+// keys checked per statement (2026-12-02)"). These slice types are written
+// in PostgreSQL's binary array format directly, with no allocation but the
+// buffer's.
 type (
 	textArray        []string
 	int8Array        []int64

@@ -95,12 +95,13 @@ const notifyChannel = "chatd_outbox"
 // The first attempt does not look for stored (sender, cid) pairs: almost
 // every send is new, and the insert checks the pair anyway through its
 // unique index, so the lookup was a second probe of the same index for
-// every message (8% of PostgreSQL's time per message, BENCHMARKS.md "Issue
-// 12, thirteenth pass"). The insert skips a resend's row (ON CONFLICT DO
-// NOTHING rather than a unique violation: a resend is routine, and the
-// server would log the violation as an error) and the attempt is abandoned;
-// the batch is then committed again with the lookup, which reports the
-// duplicate (or, for another chat, the conflict).
+// every message (docs/benchmarks-log.md, "Issue 12, thirteenth pass:
+// PostgreSQL's statements per batch, and a collation bug they showed
+// (2026-12-03, 13:17–15:05 UTC)"). The insert skips a resend's row (ON
+// CONFLICT DO NOTHING rather than a unique violation: a resend is routine,
+// and the server would log the violation as an error) and the attempt is
+// abandoned; the batch is then committed again with the lookup, which
+// reports the duplicate (or, for another chat, the conflict).
 // So is a batch that refused a send (not a member, no such chat...): a
 // resend's duplicate or conflict is its answer before any refusal. A
 // concurrent batch that stores the same pair between the lookup and the
@@ -160,12 +161,14 @@ func retryable(err error) bool {
 // reads (load), the writes (write), and COMMIT. pgx's Begin would add a
 // round trip of its own, and on a busy box every round trip is a wait for
 // the database to answer and for this goroutine to be scheduled again:
-// measured in groups 200 x 50 at 400 msg/s, BEGIN alone took 20-100 ms to
-// come back, while batches waited in the queue behind it. COMMIT stays a
-// round trip of its own, sent only once every write succeeded: pipelined
-// after the writes, it would run even when this side gave up on the batch
-// (a cancelled context closes the connection, but PostgreSQL executes what
-// it already received), and a failed batch must store nothing (G1).
+// measured under load in groups, BEGIN alone was a long wait while batches
+// queued behind it (docs/benchmarks-log.md, "Issue 12, third pass: why
+// group sends waited a second, and chatload's share of the box
+// (2026-12-01)"). COMMIT stays a round trip of its own, sent only once
+// every write succeeded: pipelined after the writes, it would run even when
+// this side gave up on the batch (a cancelled context closes the
+// connection, but PostgreSQL executes what it already received), and a
+// failed batch must store nothing (G1).
 //
 // With findDuplicates the reads also look up which sends are already stored.
 func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
@@ -402,13 +405,13 @@ func chatIndex(ids []string, from int, chat []byte) int {
 // "= any($1)". A plain join lets the planner pick a hash join that scans all
 // of history when its statistics are stale (a young database, or a cached
 // generic plan made while the table was small): measured here, the dedupe
-// and outbox statements then grew linearly with the table, ~1.5 ms per batch
-// after a few thousand rows. "= any($1)" over a small table (a small site's
-// chats and members) is a sequential scan that compares every row with
-// every element of the array: 0.23 ms per batch for 600 members and 27 chats
-// (pg_stat_statements, BENCHMARKS.md "Issue 12, thirteenth pass"); pgbench
-// of the two forms there: about half as long as probes. The correlated form
-// is an index probe per key.
+// and outbox statements then grew linearly with the table. "= any($1)" over
+// a small table (a small site's chats and members) is a sequential scan
+// that compares every row with every element of the array, slower than
+// index probes even there (docs/benchmarks-log.md, "Issue 12, thirteenth
+// pass: PostgreSQL's statements per batch, and a collation bug they showed
+// (2026-12-03, 13:17–15:05 UTC)"). The correlated form is an index probe
+// per key.
 
 // readRows reads the next result of a pipelined batch row by row.
 func readRows(br pgx.BatchResults, what string, scan func(pgx.Rows) error) error {
@@ -505,13 +508,16 @@ func (p *commitPlan) assign() {
 // its history row; the database checks it when the statement ends),
 // then the chats' last_seq is raised and the relays notified in a second,
 // then the events' targets are updated (events.go). Arrays through unnest
-// beat COPY and per-row statements here (issue 3's measurements). The
-// rows' ids were drawn from their sequences in load, so the outbox rows
-// need only the ids of the history rows the insert kept (a resend's is
-// skipped, see CommitBatch), not a join by msg_id for each id, and the
-// outbox ids need not come back (BENCHMARKS.md "Issue 12, thirteenth
-// pass"). Outbox ids follow batch order (the drawn ids are sorted), so a
-// chat's rows are relayed in seq order.
+// beat COPY and per-row statements here: one statement carries the whole
+// batch, and unlike COPY it can skip a resend's row and feed the outbox
+// insert. The rows' ids were drawn from their sequences in load, so the
+// outbox rows need only the ids of the history rows the insert kept (a
+// resend's is skipped, see CommitBatch), not a join by msg_id for each id,
+// and the outbox ids need not come back (docs/benchmarks-log.md, "Issue 12,
+// thirteenth pass: PostgreSQL's statements per batch, and a collation bug
+// they showed (2026-12-03, 13:17–15:05 UTC)"). Outbox ids follow batch
+// order (the drawn ids are sorted), so a chat's rows are relayed in seq
+// order.
 func (p *commitPlan) write(ctx context.Context, conn pipeline) error {
 	b := &pgx.Batch{}
 	p.queueInsert(b)
@@ -612,8 +618,8 @@ func (p *commitPlan) columns() insertColumns {
 			// text[] per row cannot pass through unnest of a 2-D array, so
 			// each row's recipients travel as one comma-joined text that
 			// string_to_array splits (user ids are [A-Za-z0-9_-], no comma).
-			// Measured here with 8 recipients: ~1.5 µs per row against ~4.5 µs
-			// for jsonb[] with jsonb_array_elements_text, and no JSON in Go.
+			// Measured here, that is cheaper per row than jsonb[] with
+			// jsonb_array_elements_text, and needs no JSON in Go.
 			r = strings.Join(p.out[i].Recipients, ",")
 			joined[m.Chat] = r
 		}
@@ -662,7 +668,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 
 // cidConflict refuses a send whose (sender, cid) names a message of another
 // chat. Answering it with that message would tell the sender that a message
-// its chat's members never get was accepted (issue 8, item 9).
+// its chat's members never get was accepted.
 func cidConflict(snd *Send) error {
 	return fmt.Errorf("cid %q was already used by %s for another chat or kind of event: give each new message or event a new cid: %w",
 		snd.CID, snd.From, chatd.ErrCIDConflict)

@@ -12,7 +12,7 @@ import (
 	"github.com/chatd/chatd/pkg/store"
 )
 
-// Issue 8, item 8a: a send whose stream envelope would exceed the broker's
+// A send whose stream envelope would exceed the broker's
 // largest message is refused before commit (it would stop the relay for
 // every chat); it stores nothing and takes no seq.
 func TestCommitRefusesAnEnvelopeOverTheLimit(t *testing.T) {

@@ -60,10 +60,10 @@ type OutboxRef struct {
 //
 // Measured (EXPLAIN ANALYZE, BenchmarkReadOutbox, 256 rows): `select id`
 // alone plans an index-only scan, but the outbox churns too fast for its
-// pages to be all-visible, so it fetches every heap tuple anyway (same 9
+// pages to be all-visible, so it fetches every heap tuple anyway (as many
 // buffers as the plain index scan); created_at, which keeps the relay's lag
-// metric measuring from commit, costs nothing more. Against the full read:
-// ~0.6 µs instead of ~10 µs per row, 140 instead of 1,450 bytes allocated.
+// metric measuring from commit, costs nothing more. Against the full read it
+// takes a fraction of the time and of the allocations per row.
 func (s *Store) ReadOutboxIDs(ctx context.Context, limit int) ([]OutboxRef, error) {
 	rows, err := s.pool.Query(ctx, `select id, created_at from outbox order by id limit $1`, outboxLimit(limit))
 	if err != nil {

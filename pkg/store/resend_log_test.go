@@ -13,7 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Issue 30, item 12: a resend (same sender and cid) is normal traffic, not
+// A resend (same sender and cid) is normal traffic, not
 // a fault: committing it must not make PostgreSQL raise an error, which the
 // embedded server's log turns into WARN lines an operator would chase.
 func TestResendLogsNoServerWarning(t *testing.T) {

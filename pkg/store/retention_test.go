@@ -19,7 +19,7 @@ func age(t *testing.T, s *store.Store, chat string, now time.Time, d time.Durati
 	}
 }
 
-// Issue 8, item 10: retention never deletes a message that is still in the
+// Retention never deletes a message that is still in the
 // PostgreSQL outbox (accepted, not yet relayed: NATS may have been down for
 // longer than the retention); once relayed, it is pruned like any other.
 func TestPruneKeepsMessagesNotYetRelayed(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 // DefaultHold is how many committed entries a leading relay keeps in memory
 // (RelayConfig.Hold). A round takes at most Batch of them; the rest is room
-// for what commits while a round is out (at 5,000 msg/s a round of 50 ms
-// leaves ~250 behind it) and for a short stall of the stream.
+// for what commits while a round is out (everything committed while its
+// publishes wait for their acks) and for a short stall of the stream.
 const DefaultHold = 4096
 
 // held is the hand-off from ingest to the relay: the entries of the batches

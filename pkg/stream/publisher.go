@@ -26,8 +26,10 @@ var errPending = errors.New("publish ack pending")
 // acknowledgements. The relay has its own instead of using jetstream's
 // PublishMsgAsync, which costs per message a future with two channels, a
 // timer, a map entry, a closure per option and a reflective decode of the
-// ack: 34 of chatd's ~170 allocations per message in pairs at 5,000 msg/s
-// (BENCHMARKS.md, "Issue 12, seventh pass"). A round needs none of that:
+// ack: a large share of chatd's allocations per message
+// (docs/benchmarks-log.md, "Issue 12, seventh pass: the relay's own
+// publisher, fewer allocations per message, and the foreign keys checked
+// per statement (2026-12-02)"). A round needs none of that:
 // it publishes in order, waits for every answer under one deadline, then
 // reads the answers in order.
 //
@@ -39,10 +41,11 @@ var errPending = errors.New("publish ack pending")
 // Reply subjects are the same for every round: prefix + index. A subject
 // new to the server misses its subject caches (the publishing client's and
 // the account's), costing a match through the subscription tree and a cache
-// entry evicted later; with a new subject per publish, a round of 256 cost
-// 14% more time per publish and 4 more allocations (BenchmarkPublishRound,
-// BENCHMARKS.md "Issue 12, twelfth pass"). An answer can
-// only be mistaken for a later round's if it comes after its round ended,
+// entry evicted later; a new subject per publish made every publish slower
+// and allocate more (BenchmarkPublishRound; docs/benchmarks-log.md, "Issue
+// 12, twelfth pass: the relay's reply subjects, per-frame counters,
+// plain-ASCII escaping (2026-12-03, 10:36–12:12 UTC)"). An answer can only
+// be mistaken for a later round's if it comes after its round ended,
 // which only a round with unanswered publishes allows: such a round
 // retires the prefix (a new subscription under a new inbox), so a late
 // answer finds no subscriber or fails the prefix check in handle.

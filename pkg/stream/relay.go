@@ -23,9 +23,11 @@ const (
 	// NATS is up but publishes fail. That is what a stream leader election
 	// looks like, and it fails every node's relay alike: stepping down then
 	// only delays the first publish once the new leader is there (measured:
-	// live delivery back 2.7 s after the new leader instead of well under
-	// 1 s). A link that stays up while publishes fail for this long is a
-	// partition the client has not noticed, where another node may do better.
+	// live delivery came back seconds after the new leader instead of
+	// within one; docs/benchmarks-log.md, "Failover: SIGKILL of the stream
+	// leader under load (issue 8, item 18)"). A link that stays up while
+	// publishes fail for this long is a partition the client has not
+	// noticed, where another node may do better.
 	connectedStepDownFactor = 6
 )
 
@@ -198,7 +200,9 @@ func (r *Relay) Wake() {
 // the listener's reconnect. This node's own commits are left to Offer and
 // the Wake that follows it: woken by their notification, which often comes
 // first, an idle relay ran its round before the hand-off and read the rows
-// back from PostgreSQL (40% of all rows in pairs at 2,000 msg/s).
+// back from PostgreSQL: a large share of all rows under load
+// (docs/benchmarks-log.md, "Issue 12, fourth pass: what a round trip costs
+// on this box, and the relay's wake-ups (2026-12-01)").
 func (r *Relay) notified(node string) {
 	if node != "" && node == r.cfg.NodeID {
 		return

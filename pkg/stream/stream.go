@@ -38,15 +38,15 @@ type Config struct {
 	// Duplicates is the Nats-Msg-Id window that drops a relay's republish
 	// after a crash between publish and delete. Zero means 30 seconds.
 	//
-	// The server keeps every id it stored in memory for the whole window:
-	// at 2,000 msg/s JetStream's 2-minute default made chatd's embedded
-	// server hold 240,000 of them and chatd's RSS climb to 151 MiB (256 MiB
-	// at 5,000 msg/s), against 109 (148) MiB with 30 s (BENCHMARKS.md,
-	// fourteenth pass). A relay republishes within seconds: its retries are
-	// 20-250 ms apart and a stand-by relay takes the lock within 2 s of a
-	// crash. A copy that comes after the window is not lost work: push acks
-	// a second copy of a message it still tracks without a frame, and a
-	// client dedupes by message id in any case.
+	// The server keeps every id it stored in memory for the whole window, so
+	// chatd's RSS grows with the window times the rate: JetStream's 2-minute
+	// default held four times the ids of 30 s (docs/benchmarks-log.md, "The
+	// duplicate window held every message id for two minutes (fixed)"). A
+	// relay republishes within seconds: its retries are 20-250 ms apart and a
+	// stand-by relay takes the lock within 2 s of a crash. A copy that comes
+	// after the window is not lost work: push acks a second copy of a message
+	// it still tracks without a frame, and a client dedupes by message id in
+	// any case.
 	Duplicates time.Duration
 	// MaxBytes bounds the stream on disk. Publishing beyond it fails
 	// (DiscardNew), so the relay stops and the PostgreSQL outbox grows
