@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -81,7 +82,7 @@ func startQuietly(t *testing.T, dataDir, run string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := node.Start(ctx, cfg)
+	n, err := testnode.Start(t, cfg)
 	if err != nil {
 		t.Fatalf("%s: start: %v", run, err)
 	}
