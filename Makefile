@@ -13,7 +13,7 @@ FUZZTIME  ?= 50000x
 # count for the same reason.
 FUZZMINTIME ?= 2000x
 
-.PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down check-deploy
+.PHONY: run build test test-web lint lint-openapi deps deps-web fuzz bench clean cluster cluster-down check-deploy
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -48,9 +48,17 @@ lint:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
+## lint-openapi: lint the REST document with Redocly CLI (pinned in
+## scripts/openapi/lint; rules in redocly.yaml), a validator independent of
+## the kin-openapi checks in the Go tests
+REDOCLY = scripts/openapi/lint/node_modules/.bin/redocly
+lint-openapi:
+	@scripts/ensure-openapi-lint.sh
+	REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml pkg/api/openapi.yaml
+
 ## test: lint, the deploy/ checks, then every test with the race detector, a short
 ## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium)
-test: deps lint check-deploy
+test: deps lint lint-openapi check-deploy
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)
 	$(MAKE) test-web
