@@ -15,7 +15,9 @@ import (
 // such as charset are allowed; a request without a body passes, whatever
 // its Content-Type, so GET and DELETE are not affected.
 func (s *Server) requireJSON(c *fiber.Ctx) error {
-	if len(c.Body()) == 0 {
+	// The raw body: Ctx.Body would also decompress a Content-Encoding,
+	// work the handler does again.
+	if len(c.Request().Body()) == 0 {
 		return c.Next()
 	}
 	ct := c.Get(fiber.HeaderContentType)
