@@ -106,7 +106,9 @@ func TestQuietWebSocketOutlivesReadTimeout(t *testing.T) {
 		c.Limits.IdleTimeout = time.Second
 	})
 	chat := e.mustGroup(t, "alice", "bob")
-	conn, _, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, "alice", ""), nil)
+	url := e.ws + "?token=" + mustToken(t, "alice", "")
+	conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	checkUpgrade(t, url, nil, resp)
 	if err != nil {
 		t.Fatal(err)
 	}
