@@ -50,9 +50,9 @@ lint:
 
 ## lint-openapi: lint the REST document with Redocly CLI (pinned in
 ## scripts/openapi/lint; rules in redocly.yaml), a validator independent of
-## the kin-openapi checks in the Go tests
+## the kin-openapi checks in the Go tests (Node and npm come with deps-web)
 REDOCLY = scripts/openapi/lint/node_modules/.bin/redocly
-lint-openapi:
+lint-openapi: deps-web
 	@scripts/ensure-openapi-lint.sh
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml pkg/api/openapi.yaml
 
