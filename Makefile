@@ -13,7 +13,7 @@ FUZZTIME  ?= 50000x
 # count for the same reason.
 FUZZMINTIME ?= 2000x
 
-.PHONY: run build test test-web lint deps deps-web fuzz bench clean cluster cluster-down check-deploy
+.PHONY: run build test test-web lint lint-openapi deps deps-web fuzz bench clean cluster cluster-down check-deploy
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -48,6 +48,14 @@ lint:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
+## lint-openapi: lint the REST document with Redocly CLI (pinned in
+## scripts/openapi/lint; rules in redocly.yaml), a validator independent of
+## the kin-openapi checks in the Go tests (Node and npm come with deps-web)
+REDOCLY = scripts/openapi/lint/node_modules/.bin/redocly
+lint-openapi: deps-web
+	@scripts/ensure-openapi-lint.sh
+	REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml pkg/api/openapi.yaml
+
 ## test: lint, the deploy/ checks, then every test with the race detector, a short
 ## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium);
 ## each step says when it starts, every minute while it runs, and how long it took
@@ -55,6 +63,7 @@ test:
 	@scripts/step.sh begin
 	@scripts/step.sh "PostgreSQL's server binaries" $(MAKE) --no-print-directory deps
 	@scripts/step.sh "lint: gofmt, go vet, staticcheck" $(MAKE) --no-print-directory lint
+	@scripts/step.sh "lint the OpenAPI document: Redocly CLI" $(MAKE) --no-print-directory lint-openapi
 	@scripts/step.sh "deploy/ checks: helm, promtool, caddy, systemd-analyze" $(MAKE) --no-print-directory check-deploy
 	@scripts/step.sh "Go tests, race detector" $(GO) test -race -count=1 -timeout 30m ./...
 	@scripts/step.sh "fuzz" $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -11,8 +12,14 @@ import (
 )
 
 // refusal is the whole answer to a connection over the cap: written
-// without reading the request, so it costs no goroutine and no buffer.
-var refusal = []byte("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n\r\ntoo many connections; retry\n")
+// without reading the request, so it costs no goroutine and no buffer. A
+// client takes it for the answer to the call it sent, so it is that call's
+// 503 as documented: the JSON error with Retry-After.
+var refusal = func() []byte {
+	body := `{"error":"too many connections; retry","code":"unavailable"}`
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+		"Retry-After: 1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}()
 
 // refusalWriteTimeout bounds writing the refusal from the accept loop, so a
 // peer that does not read cannot stall accepting.

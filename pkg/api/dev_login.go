@@ -23,17 +23,23 @@ type devLoginResponse struct {
 	User  string `json:"user"`
 }
 
+// devLoginOn answers 404, as if there were no such route, unless
+// Config.DevLogin is set.
+func (s *Server) devLoginOn(c *fiber.Ctx) error {
+	if !s.cfg.DevLogin {
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "Cannot POST /api/dev/login")
+	}
+	return c.Next()
+}
+
 // devLogin: POST /api/dev/login {"user":"alice","device":"tab1"} →
 // {"token":…,"user":"alice"}, an HS256 token signed with the node's
 // secret for anyone who asks. It exists so that `make run` gives a demo one
 // can sign in to by name; it is a way in for anybody who reaches the port,
-// so the route answers 404 unless Config.DevLogin is set. The device is
+// so the route answers 404 unless Config.DevLogin is set (devLoginOn). The device is
 // optional (a token without `dev` is the default device); a browser tab
 // passes its own so that two tabs of one user do not supersede each other.
 func (s *Server) devLogin(c *fiber.Ctx) error {
-	if !s.cfg.DevLogin {
-		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "Cannot POST /api/dev/login")
-	}
 	var req devLoginRequest
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)

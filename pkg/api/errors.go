@@ -68,7 +68,13 @@ type errorBody struct {
 	Code  wire.Code `json:"code"`
 }
 
+// writeError answers with the JSON error. Every 503 carries Retry-After
+// (1 s unless the caller set another): it is temporary by definition, and
+// the document promises the header on each one.
 func writeError(c *fiber.Ctx, status int, code wire.Code, msg string) error {
+	if status == fiber.StatusServiceUnavailable && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+		c.Set(fiber.HeaderRetryAfter, "1")
+	}
 	return c.Status(status).JSON(errorBody{Error: msg, Code: code})
 }
 
@@ -79,9 +85,6 @@ func (s *Server) fail(c *fiber.Ctx, err error) error {
 	code, status := errorCode(err)
 	msg := err.Error()
 	if status >= 500 {
-		if status == fiber.StatusServiceUnavailable {
-			c.Set(fiber.HeaderRetryAfter, "1")
-		}
 		if status == fiber.StatusInternalServerError {
 			s.sampled.Error("request failed", "method", c.Method(), "path", c.Route().Path, "err", err)
 		} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -66,11 +67,17 @@ func checkOpenAPI(t testing.TB, req *http.Request, reqBody []byte, resp *http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
+	if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+		return // a CORS preflight: the browser's question, answered before any call (cors.go)
+	}
 	what := req.Method + " " + req.URL.RequestURI()
 	vreq := req.Clone(context.Background())
 	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := router.FindRoute(vreq)
 	if err != nil {
+		if !strings.HasPrefix(req.URL.Path, "/api/") && resp.StatusCode < 400 {
+			return // a file of the demo or the SDK: the document describes calls, not files
+		}
 		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("openapi: %s is not in the document, yet answered %d", what, resp.StatusCode)
 			return
@@ -91,8 +98,44 @@ func checkOpenAPI(t testing.TB, req *http.Request, reqBody []byte, resp *http.Re
 		t.Errorf("openapi: %s answered %d %s: not as documented: %v", what, resp.StatusCode, clip(respBody), err)
 		return
 	}
-	if r := route.Operation.Responses.Status(resp.StatusCode); r != nil && len(r.Value.Content) == 0 && len(respBody) > 0 {
+	r := route.Operation.Responses.Status(resp.StatusCode)
+	if r == nil {
+		return // answered by a default response, which ValidateResponse checked
+	}
+	if len(r.Value.Content) == 0 && len(respBody) > 0 {
 		t.Errorf("openapi: %s answered %d with a body %s where the document describes none", what, resp.StatusCode, clip(respBody))
+	}
+	for _, h := range contractHeaders {
+		if resp.Header.Get(h) != "" && r.Value.Headers[h] == nil {
+			t.Errorf("openapi: %s answered %d with %s, which the document does not declare there", what, resp.StatusCode, h)
+		}
+	}
+	checkAsText(t, what, resp, respBody, r.Value)
+}
+
+// contractHeaders are the response headers a client acts on: where chatd
+// sends one, the document must say so, for ValidateResponse only checks
+// the headers the document declares.
+var contractHeaders = []string{"Retry-After", "WWW-Authenticate"}
+
+// checkAsText checks a body that is not JSON the way Prism does: as a
+// string against the declared schema. kin-openapi parses some such types
+// (YAML) first, so a schema only it accepts would pass here and fail a
+// client's validating proxy.
+func checkAsText(t testing.TB, what string, resp *http.Response, body []byte, r *openapi3.Response) {
+	t.Helper()
+	ct := resp.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt == "application/json" {
+		return
+	}
+	m := r.Content.Get(ct)
+	if m == nil || m.Schema == nil {
+		return
+	}
+	if err := m.Schema.Value.VisitJSON(string(body), openapi3.EnableJSONSchema2020()); err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		t.Errorf("openapi: %s answered %d %s: read as text, as Prism reads it, not as documented: %s", what, resp.StatusCode, mt, msg)
 	}
 }
 
@@ -161,4 +204,40 @@ func checkUpgrade(t testing.TB, url string, h http.Header, resp *http.Response) 
 		body, _ = io.ReadAll(resp.Body)
 	}
 	checkOpenAPI(t, req, nil, resp, body)
+}
+
+// checkedClient is an HTTP client whose every exchange is checked against
+// the document like env.do's, for tests that make plain requests.
+func checkedClient(t testing.TB) *http.Client {
+	return &http.Client{Transport: checkingTransport{t: t}}
+}
+
+// checkingTransport runs each exchange through checkOpenAPI and reports
+// on t; Errorf is safe from the goroutines some tests call it in.
+type checkingTransport struct{ t testing.TB }
+
+func (c checkingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		var err error
+		reqBody, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	checkOpenAPI(c.t, req, reqBody, resp, raw)
+	return resp, nil
 }

@@ -70,6 +70,9 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 		{"unknown path answered 200", "GET", "/api/nothing", "", true, 200, nil, `{}`, true},
 		{"unknown path answered 404", "GET", "/api/nothing", "", true, 404, nil, `{"error":"x","code":"not_found"}`, false},
 		{"body where none is described", "DELETE", "/api/chats/c1/members/bob", "", true, 204, nil, `{"x":1}`, true},
+		{"Retry-After where not declared", "POST", "/api/chats", createOK, true, 400, http.Header{"Retry-After": {"1"}}, `{"error":"x","code":"invalid"}`, true},
+		{"Retry-After where declared", "POST", "/api/chats", createOK, true, 429, http.Header{"Retry-After": {"1"}}, `{"error":"x","code":"rate_limited"}`, false},
+		{"declared Retry-After missing", "POST", "/api/chats", createOK, true, 503, nil, `{"error":"x","code":"unavailable"}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,9 +11,10 @@ import (
 	"github.com/chatd/chatd/pkg/api"
 )
 
-// readyzStatus is GET /readyz's status; safe to call from any goroutine.
-func readyzStatus(base string) (int, error) {
-	resp, err := http.Get(base + "/readyz")
+// readyzStatus is GET /readyz's status, the answer checked against the
+// OpenAPI document; safe to call from any goroutine.
+func readyzStatus(t *testing.T, base string) (int, error) {
+	resp, err := checkedClient(t).Get(base + "/readyz")
 	if err != nil {
 		return 0, err
 	}
@@ -55,7 +55,7 @@ func TestReadyzChecksOncePerTTL(t *testing.T) {
 	})
 	want := func(step string, status int, wantChecks int64) {
 		t.Helper()
-		got, err := readyzStatus(e.base)
+		got, err := readyzStatus(t, e.base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestReadyzChecksOncePerTTL(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i], _ = readyzStatus(e.base)
+			statuses[i], _ = readyzStatus(t, e.base)
 		}()
 	}
 	wg.Wait()

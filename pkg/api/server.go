@@ -126,9 +126,11 @@ func (s *Server) routes() {
 		s.app.Use("/api", h)
 	}
 	// Registered before the group so that it needs no token; it answers
-	// 404 itself unless DevLogin is set.
-	s.app.Post("/api/dev/login", s.devLogin)
-	api := s.app.Group("/api", s.requireAuth, s.limitREST)
+	// 404 itself unless DevLogin is set, before the body is looked at.
+	s.app.Post("/api/dev/login", s.devLoginOn, s.requireJSON, s.devLogin)
+	// requireJSON after the token and the rate: a caller without a token
+	// learns nothing else, and a refused body still costs a token.
+	api := s.app.Group("/api", s.requireAuth, s.limitREST, s.requireJSON)
 	api.Post("/chats", s.createChat)
 	api.Post("/chats/direct", s.directChat)
 	api.Get("/chats", s.listChats)

@@ -12,7 +12,8 @@ import (
 )
 
 // get fetches path with optional headers (name, value pairs) and returns the
-// response with its body read.
+// response with its body read; an answer to a call is checked against the
+// OpenAPI document.
 func get(t *testing.T, method, url string, headers ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
@@ -22,7 +23,7 @@ func get(t *testing.T, method, url string, headers ...string) (*http.Response, s
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := checkedClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,11 @@ export async function startChatd(opts = {}) {
     },
     /** devToken asks the development login. @param {string} user */
     async devToken(user) {
-      const resp = await fetch(`${base}/api/dev/login`, { method: 'POST', body: JSON.stringify({ user }) });
+      const resp = await fetch(`${base}/api/dev/login`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ user }),
+      });
       if (resp.status !== 200) throw new Error(`dev login ${user}: ${resp.status} ${await resp.text()}`);
       return (await resp.json()).token;
     },
