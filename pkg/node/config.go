@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
@@ -157,6 +158,11 @@ type Config struct {
 	// stream.DefaultSettleWait; negative turns it off. Always off with
 	// NATSURL: other nodes' connections need every message in the stream.
 	SettleWait time.Duration
+	// Webhook configures the webhook endpoints and their delivery
+	// (docs/integrations.md); the node fills in its JS, Stream, Store,
+	// Inactive (the stream's max age), Logger and Registerer. No endpoints:
+	// nothing is delivered and the accept path does no work for webhooks.
+	Webhook webhook.Config
 
 	Logger *slog.Logger
 }
@@ -210,7 +216,9 @@ func (c *Config) setDefaults() error {
 	if c.SettleWait == 0 {
 		c.SettleWait = stream.DefaultSettleWait
 	}
-	if c.NATSURL != "" {
+	// A webhook needs every event in the stream, not only those some
+	// connection was slow to ack (DESIGN.md, "Settled on one node").
+	if c.NATSURL != "" || len(c.Webhook.Endpoints) > 0 {
 		c.SettleWait = -1
 	}
 	// An unsettled message's lease starts only once the wait is over: a
