@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // settings are the parsed flags: the node's Config plus process-level options.
@@ -19,6 +20,11 @@ type settings struct {
 	maxProcs int
 	// configFile is a YAML file of settings below flags and env (--config).
 	configFile string
+	// webhookURLs and webhookSecret are --webhook and --webhook-secret;
+	// finishSettings turns them, and the config file's webhooks list, into
+	// node.Config.Webhook.Endpoints.
+	webhookURLs   []string
+	webhookSecret string
 }
 
 // registerFlags declares every flag of `chatd` and `chatd token`; both read
@@ -96,6 +102,11 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
 	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "with the embedded NATS (one node): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one they all acked is never published (a third less CPU per message). Shorter than --lease. Negative: off. Always off with --nats-url")
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
+	f.Repeated(&s.webhookURLs, "webhook", "CHATD_WEBHOOK", "POST every event (message, edit, delete, reaction) to this URL, signed as Standard Webhooks says; repeat for more endpoints. Per-endpoint secrets and event filters: the config file's webhooks list (docs/integrations.md). Turns --settle-wait off")
+	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", "whsec_ and the base64 of the key that signs webhook requests (whsec_$(openssl rand -base64 32)); set it in the environment: a flag is visible in the process list")
+	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, "posts of one event before it is set aside as a dead letter (GET /api/admin/webhooks/failed); backoff doubles from 1s to 1m between them")
+	f.Duration(&c.Webhook.Timeout, "webhook-timeout", "CHATD_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, "how long one webhook post may take before it counts as failed")
+	f.Int(&c.Webhook.Workers, "webhook-workers", "CHATD_WEBHOOK_WORKERS", webhook.DefaultWorkers, "chats posted to each endpoint at once (each chat's events stay in order)")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 90*24*3_600_000_000_000, "default history retention (a chat may override it)")
 
 	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
@@ -112,10 +123,17 @@ func finishSettings(fs *flag.FlagSet, f *envFlags, s *settings) error {
 	if err := errors.Join(f.errs...); err != nil {
 		return err
 	}
+	var fromFile []fileWebhook
 	if s.configFile != "" {
-		return applyConfigFile(fs, f, s.configFile)
+		if err := applyConfigFile(fs, f, s.configFile); err != nil {
+			return err
+		}
+		var err error
+		if fromFile, err = webhooksFromFile(s.configFile); err != nil {
+			return err
+		}
 	}
-	return nil
+	return setWebhooks(s, fromFile)
 }
 
 func newLogger(s *settings) *slog.Logger {
