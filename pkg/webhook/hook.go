@@ -159,36 +159,34 @@ func (h *hook) consume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n := cons.CachedInfo().NumAckPending; n > 0 {
-		// The previous deliverer died holding events: JetStream redelivers
-		// them once their ack wait runs out, before anything newer. Posting
-		// newer events of their chats first would break per-chat order.
-		h.log.Info("waiting for the events the previous deliverer held", "events", n, "wait", h.cfg.AckWait)
-		if !sleep(ctx, h.cfg.AckWait+h.cfg.AckWait/10) {
-			return nil
-		}
-	}
+	info := cons.CachedInfo()
 	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", h.name, err)
 	}
 	defer it.Stop()
-	stopIter := context.AfterFunc(ctx, it.Stop)
-	defer stopIter()
 	s := newSession(ctx, h, cons)
 	defer s.stop()
+	if info.NumAckPending > 0 && !s.catchUp(it, info) {
+		return nil
+	}
 	for {
-		msg, err := it.Next()
+		msg, err := it.Next(jetstream.NextContext(ctx))
 		switch {
 		case err == nil:
 			s.dispatch(msg)
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return errors.New("the consume stopped")
 		case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
 			return fmt.Errorf("consume %s: %w", h.name, err)
 		default:
+			// Missed heartbeats and the like: the iterator pulls again;
+			// the pause keeps a persistent error from spinning.
 			h.sampled.Warn("webhook consume", "err", err)
+			sleep(ctx, 50*time.Millisecond)
 		}
 	}
 }
