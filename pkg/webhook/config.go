@@ -38,7 +38,7 @@ const (
 	DefaultMinBackoff  = time.Second
 	DefaultMaxBackoff  = time.Minute
 	DefaultWorkers     = 8
-	DefaultAckWait     = 30 * time.Second
+	DefaultAckWait     = 10 * time.Second
 )
 
 // Kinds an endpoint can subscribe to: the event kinds the delivery stream

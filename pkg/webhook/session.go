@@ -69,6 +69,12 @@ func (s *session) stop() {
 		m.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 		delete(s.held, seq)
 	}
+	// The naks (and the lanes' last acks) are only buffered: a node that
+	// shuts down closes its connection next, and the next deliverer would
+	// wait out the ack wait for what was lost with it.
+	if nc := s.h.cfg.JS.Conn(); nc != nil && nc.IsConnected() {
+		nc.FlushTimeout(time.Second) //nolint:errcheck // as above
+	}
 }
 
 // catchUp takes over the events a previous deliverer held unacked (it
