@@ -35,6 +35,8 @@ var allowedImports = map[string][]string{
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
 	// Examples use what an application outside the repository could.
 	"examples/bot": {"", "pkg/client"},
+	// A webhook endpoint needs nothing of chatd's: it verifies with the standard library.
+	"examples/webhook-receiver": {},
 
 	// Signals across the cluster; the API uses it through its own interfaces.
 	"pkg/signal": {"", "internal/logsample"},
