@@ -134,3 +134,51 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Two nodes on one NATS and one database, both configured with the same
+// webhook: each event reaches the endpoint once, from one node.
+func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
+	const secret = "node-webhook-test-secret"
+	sink := &hookSink{seen: map[string]bool{}, up: true}
+	var requests int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sink.mu.Lock()
+		requests++
+		sink.mu.Unlock()
+		sink.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
+	db := testpg.NewDatabase(t)
+	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}
+	a := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
+	b := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
+	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct{ ID string }
+	postJSON(t, a.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	for i := range 10 {
+		base := []string{a.URL(), b.URL()}[i%2]
+		postJSON(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
+	}
+	waitUntil(t, "all ten events", func() bool { return sink.count() == 10 })
+	waitUntil(t, "the delivered metrics", func() bool {
+		return testnode.Metric(t, a.Node, "chatd_webhook_delivered_total")+testnode.Metric(t, b.Node, "chatd_webhook_delivered_total") == 10
+	})
+	da, db2 := testnode.Metric(t, a.Node, "chatd_webhook_delivered_total"), testnode.Metric(t, b.Node, "chatd_webhook_delivered_total")
+	if da*db2 != 0 {
+		t.Errorf("delivered by a, b: got %v, %v, want one node to deliver all", da, db2)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if requests != 10 {
+		t.Fatalf("requests: got %d, want 10 (each event once)", requests)
+	}
+	for i, p := range sink.got {
+		if p.Data.Seq != int64(i+1) {
+			t.Fatalf("event %d: got seq %d, want %d", i, p.Data.Seq, i+1)
+		}
+	}
+}
