@@ -119,7 +119,7 @@ func (e *envFlags) Repeated(p *[]string, name, env, usage string) {
 		*p = splitList(v)
 	}
 	fromEnv := true
-	e.fs.Func(name, e.usage(usage+" (the variable: comma-separated)", env), func(s string) error {
+	e.fs.Func(name, fmt.Sprintf("%s (env %s, comma-separated)", usage, env), func(s string) error {
 		if fromEnv {
 			*p, fromEnv = nil, false
 		}
