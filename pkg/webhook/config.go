@@ -88,7 +88,8 @@ type Store interface {
 
 // Config configures a Deliverer. Zero values take the documented defaults.
 type Config struct {
-	// Endpoints are the receivers. Empty: Run only waits for ctx.
+	// Endpoints are the receivers. Empty: Run returns at once, and only
+	// the dead-letter calls (Failed, Replay) have work to do.
 	Endpoints []Endpoint
 	// JS and Stream are the delivery stream. Required.
 	JS     jetstream.JetStream
@@ -125,7 +126,8 @@ type Config struct {
 	// Standby is how often a node that does not deliver to an endpoint
 	// tries to take it over. Zero means 2 s.
 	Standby time.Duration
-	// Client posts the events. Nil means a client with Timeout.
+	// Client posts the events. Nil means a client with Timeout that does
+	// not follow redirects (a redirect is a failed attempt).
 	Client *http.Client
 	Logger *slog.Logger
 	// Registerer receives the webhook metrics; nil means none.
