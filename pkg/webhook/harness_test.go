@@ -93,8 +93,20 @@ func (r *rig) publish(t *testing.T, chat string, kind chatd.EventKind) {
 	}
 	msg := &nats.Msg{Subject: stream.SubjectPrefix + chat, Data: data, Header: nats.Header{}}
 	msg.Header.Set(nats.MsgIdHdr, id)
-	if _, err := r.js.PublishMsg(context.Background(), msg); err != nil {
-		t.Fatal(err)
+	// Retried: on a cluster the client may still be reconnecting, or the
+	// stream electing a leader; the duplicate window drops a repeat.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := r.js.PublishMsg(ctx, msg)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
