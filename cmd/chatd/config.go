@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // settings are the parsed flags: the node's Config plus process-level options.
@@ -19,6 +20,11 @@ type settings struct {
 	maxProcs int
 	// configFile is a YAML file of settings below flags and env (--config).
 	configFile string
+	// webhookURLs and webhookSecret are --webhook and --webhook-secret;
+	// finishSettings turns them, and the config file's webhooks list, into
+	// node.Config.Webhook.Endpoints.
+	webhookURLs   []string
+	webhookSecret string
 }
 
 // registerFlags declares every flag of `chatd` and `chatd token`; both read
@@ -51,7 +57,7 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
 	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
 	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, "DEVELOPMENT ONLY: POST /api/dev/login hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); off: 404")
-	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may read /api/admin/outbox")
+	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may call /api/admin/ (the outbox view, webhook dead letters and their replay)")
 	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded")
 	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)")
 	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", api.DefaultMaxConnections, "open HTTP and WebSocket connections; one more is answered 503 (keep below the open-file limit)")
@@ -98,6 +104,11 @@ func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "while settling (--settle): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it. Shorter than --lease. Negative: settling off")
 	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, "delete messages older than this, e.g. 2160h for 90 days; 0 keeps history forever (a chat may set its own)")
+	f.Repeated(&s.webhookURLs, "webhook", "CHATD_WEBHOOK", "POST every event (message, edit, delete, reaction) to this URL, signed as Standard Webhooks says; repeat for more endpoints. Per-endpoint secrets and event filters: the config file's webhooks list (docs/integrations.md). Turns settling off")
+	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", "whsec_ and the base64 of the key that signs webhook requests (whsec_$(openssl rand -base64 32)); set it in the environment: a flag is visible in the process list")
+	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, "posts of one event before it is set aside as a dead letter (GET /api/admin/webhooks/failed); backoff doubles from 1s to 1m between them")
+	f.Duration(&c.Webhook.Timeout, "webhook-timeout", "CHATD_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, "how long one webhook post may take before it counts as failed")
+	f.Int(&c.Webhook.Workers, "webhook-workers", "CHATD_WEBHOOK_WORKERS", webhook.DefaultWorkers, "chats posted to each endpoint at once (each chat's events stay in order)")
 
 	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
 	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -113,10 +124,17 @@ func finishSettings(fs *flag.FlagSet, f *envFlags, s *settings) error {
 	if err := errors.Join(f.errs...); err != nil {
 		return err
 	}
+	var fromFile []fileWebhook
 	if s.configFile != "" {
-		return applyConfigFile(fs, f, s.configFile)
+		if err := applyConfigFile(fs, f, s.configFile); err != nil {
+			return err
+		}
+		var err error
+		if fromFile, err = webhooksFromFile(s.configFile); err != nil {
+			return err
+		}
 	}
-	return nil
+	return setWebhooks(s, fromFile)
 }
 
 func newLogger(s *settings) *slog.Logger {

@@ -29,6 +29,9 @@ func applyConfigFile(fs *flag.FlagSet, f *envFlags, path string) error {
 	fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true })
 	var errs []error
 	for key, v := range settings {
+		if key == webhooksKey {
+			continue // not a flag: webhooksFromFile reads it
+		}
 		if fs.Lookup(key) == nil || key == "config" {
 			errs = append(errs, fmt.Errorf("--config %s: unknown setting %q (keys are flag names without --)", path, key))
 			continue

@@ -110,6 +110,24 @@ func (e *envFlags) List(p *[]string, name, env, usage string) {
 	})
 }
 
+// Repeated registers a flag that may be given more than once, each adding
+// to the list; its environment variable is a comma-separated list. The
+// command line replaces the environment's list rather than adding to it.
+func (e *envFlags) Repeated(p *[]string, name, env, usage string) {
+	e.track(name, env)
+	if v, ok := e.env(env); ok {
+		*p = splitList(v)
+	}
+	fromEnv := true
+	e.fs.Func(name, fmt.Sprintf("%s (env %s, comma-separated)", usage, env), func(s string) error {
+		if fromEnv {
+			*p, fromEnv = nil, false
+		}
+		*p = append(*p, splitList(s)...)
+		return nil
+	})
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, part := range strings.Split(s, ",") {

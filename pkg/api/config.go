@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chatd/chatd"
 	"io/fs"
 	"log/slog"
 	"time"
@@ -168,6 +169,19 @@ type Config struct {
 	// start and end, and answers GET /api/presence. Nil means presence is
 	// off: no frames, and the endpoint answers every user offline.
 	Presence Presence
+	// Webhooks answers the admin calls on webhook dead letters
+	// (GET /api/admin/webhooks/failed and its replay). Nil: they answer 404.
+	Webhooks WebhookAdmin
+}
+
+// WebhookAdmin is the webhook dead letters as the admin API sees them;
+// *webhook.Deliverer satisfies it.
+type WebhookAdmin interface {
+	// Failed lists dead letters with an id above after, oldest first.
+	Failed(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error)
+	// Replay posts one again; chatd.ErrNotFound for an unknown id, an
+	// error wrapping chatd.ErrUnavailable when the endpoint refused it.
+	Replay(ctx context.Context, id int64) error
 }
 
 func (c *Config) setDefaults() error {

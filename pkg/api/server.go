@@ -140,6 +140,8 @@ func (s *Server) routes() {
 	api.Post("/chats/:id/messages", s.postMessage)
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
+	api.Get("/admin/webhooks/failed", s.requireAdmin, s.webhooksFailed)
+	api.Post("/admin/webhooks/failed/:id/replay", s.requireAdmin, s.webhookReplay)
 	api.Get("/presence", s.presence)
 
 	// Last, so no file can shadow an API route.

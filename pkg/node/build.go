@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/pkg/webhook"
 	"github.com/chatd/chatd/web"
 )
 
@@ -79,9 +81,19 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	}
 	n.Reclaim, err = reclaim.New(reclaim.Config{
 		Stream: str, Pins: n.Push, ConsumerPrefix: push.ConsumerPrefix, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
-		Logger: n.log, Registerer: n.reg,
+		// Always, not only with webhooks configured here: another node (or
+		// this one before a restart) may deliver to an endpoint whose
+		// consumer still needs what it has not acked.
+		AlsoPrefixes: []string{webhook.ConsumerPrefix},
+		Logger:       n.log, Registerer: n.reg,
 	})
 	if err != nil {
+		return err
+	}
+	wc := cfg.Webhook
+	wc.JS, wc.Stream, wc.Store, wc.Logger, wc.Registerer = n.js, cfg.StreamName, webhookStore{n.Store}, n.log, n.reg
+	wc.Inactive = cmp.Or(wc.Inactive, cfg.StreamMaxAge)
+	if n.Webhooks, err = webhook.New(wc); err != nil {
 		return err
 	}
 	// Deliver is called only once Run subscribes, after n.API is set.
@@ -117,7 +129,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		},
 		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
 		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
-		Signals: n.Signals, Presence: n.Presence,
+		Signals: n.Signals, Presence: n.Presence, Webhooks: n.Webhooks,
 	})
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // DefaultMaxGroupMembers is the group size cap when Config.MaxGroupMembers is zero.
@@ -163,6 +164,11 @@ type Config struct {
 	// the outbox without a publish (stream.Settler). Zero means
 	// stream.DefaultSettleWait; negative turns settling off.
 	SettleWait time.Duration
+	// Webhook configures the webhook endpoints and their delivery
+	// (docs/integrations.md); the node fills in its JS, Stream, Store,
+	// Inactive (the stream's max age), Logger and Registerer. No endpoints:
+	// nothing is delivered and the accept path does no work for webhooks.
+	Webhook webhook.Config
 
 	Logger *slog.Logger
 }
@@ -198,6 +204,8 @@ func (c *Config) settleOff() string {
 		return "NATS is external (--nats-url): other nodes may read the stream"
 	case c.NATSListen != "" && c.DatabaseURL != "":
 		return "the embedded NATS listens (--nats-listen) and the database is external (--database-url): another node could join"
+	case len(c.Webhook.Endpoints) > 0:
+		return "webhooks are configured (--webhook): they need every event in the stream"
 	}
 	return ""
 }

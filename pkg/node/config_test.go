@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/chatd/chatd/pkg/webhook"
 	"testing"
 	"time"
 )
@@ -139,5 +140,18 @@ func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
 				t.Fatalf("got %v, want error %v", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A webhook needs every event in the stream: settling (which keeps events
+// every local connection acked out of it) is off whenever one is configured.
+func TestWebhookTurnsSettlingOff(t *testing.T) {
+	c := Config{DataDir: "d", SettleWait: 200 * time.Millisecond,
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: "https://x.example/h"}}}}
+	if err := c.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if c.SettleWait >= 0 {
+		t.Fatalf("settle wait with a webhook: got %v, want negative (off)", c.SettleWait)
 	}
 }

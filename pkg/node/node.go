@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/pkg/webhook"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,8 @@ type Node struct {
 	Signals *signal.Bus
 	// Presence keeps the cluster's presence in its KV bucket.
 	Presence *signal.Presence
+	// Webhooks delivers the stream's events to the webhook endpoints.
+	Webhooks *webhook.Deliverer
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	nodeID      string

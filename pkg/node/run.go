@@ -56,6 +56,7 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "relay", n.Relay.Run)
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
+	deliver.start(failed, "webhooks", n.Webhooks.Run)
 	deliver.start(failed, "retention", n.pruneHistory)
 	deliver.start(failed, "outbox stats", n.outboxStats.run)
 	deliver.start(failed, "signals", n.Signals.Run)

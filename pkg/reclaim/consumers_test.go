@@ -46,3 +46,41 @@ func TestForeignConsumerDoesNotHoldFloor(t *testing.T) {
 		t.Fatalf("counted consumers %+v, want only push-a", snap.Consumers)
 	}
 }
+
+// A webhook endpoint's consumer holds the floor like a node's: nothing it
+// has not acked is purged, however far the nodes got.
+func TestWebhookConsumerHoldsFloor(t *testing.T) {
+	js, s := mustStream(t)
+	publish(t, js, 10)
+	ctx := context.Background()
+	node, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "push-a", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "hook-0123", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cons, n := range map[jetstream.Consumer]int{node: 10, hook: 4} {
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", AlsoPrefixes: []string{"hook-"}, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Floor != 5 || snap.First != 5 {
+		t.Fatalf("floor %d (first %d) with push-a done to 10 and hook-0123 to 4, want 5 (consumers %+v)", snap.Floor, snap.First, snap.Consumers)
+	}
+}

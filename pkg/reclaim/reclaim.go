@@ -33,6 +33,10 @@ type Config struct {
 	// node's consumer counts until JetStream deletes it after its inactive
 	// threshold. Empty means every consumer on the stream counts.
 	ConsumerPrefix string
+	// AlsoPrefixes name more consumers that hold the floor: the webhook
+	// endpoints' (webhook.ConsumerPrefix), so nothing an endpoint has not
+	// acked is purged. Nil: none.
+	AlsoPrefixes []string
 	// Interval is the GC interval. Zero means 5 s.
 	Interval time.Duration
 	// MinPurge is how many messages a purge must free to be worth a call;
@@ -194,8 +198,8 @@ func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error)
 	lister := r.cfg.Stream.ListConsumers(ctx)
 	var floors []ConsumerFloor
 	for ci := range lister.Info() {
-		if !strings.HasPrefix(ci.Name, r.cfg.ConsumerPrefix) {
-			continue // not a node's: a debugging consumer must not hold the floor
+		if !r.holdsFloor(ci.Name) {
+			continue // not a node's nor an endpoint's: a debugging consumer must not hold the floor
 		}
 		floors = append(floors, ConsumerFloor{Name: ci.Name, AckFloor: ci.AckFloor.Stream})
 	}
@@ -203,4 +207,17 @@ func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error)
 		return nil, fmt.Errorf("list consumers: %w", err)
 	}
 	return floors, nil
+}
+
+// holdsFloor reports whether the consumer named name counts toward the floor.
+func (r *Reclaimer) holdsFloor(name string) bool {
+	if strings.HasPrefix(name, r.cfg.ConsumerPrefix) {
+		return true
+	}
+	for _, p := range r.cfg.AlsoPrefixes {
+		if p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

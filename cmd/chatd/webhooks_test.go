@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// --webhook repeats and replaces CHATD_WEBHOOK; the config file's entries
+// add endpoints with their own secret and filters; --webhook-secret signs
+// the rest.
+func TestWebhookSettings(t *testing.T) {
+	path := mustConfigFile(t, `
+webhooks:
+  - url: https://file.example/hook
+    secret: whsec_c2Vjb25kIHNlY3JldCBvZiAyNCBieXRlcw==
+    events: [message, reaction]
+    chats: [c1]
+  - url: https://file2.example/hook
+`)
+	t.Setenv("CHATD_WEBHOOK", "https://env.example/a,https://env.example/b")
+	t.Setenv("CHATD_WEBHOOK_SECRET", testSecret)
+
+	s, err := parseWith(t, "--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range s.node.Webhook.Endpoints {
+		got = append(got, e.URL+" "+e.Secret[:10]+" "+strings.Join(kinds(e.Kinds), "+")+" "+strings.Join(e.Chats, "+"))
+	}
+	want := []string{
+		"https://env.example/a whsec_MfKQ  ",
+		"https://env.example/b whsec_MfKQ  ",
+		"https://file.example/hook whsec_c2Vj message+reaction c1",
+		"https://file2.example/hook whsec_MfKQ  ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("endpoints:\ngot  %q\nwant %q", got, want)
+	}
+
+	s, err = parseWith(t, "--webhook", "https://flag.example/1", "--webhook", "https://flag.example/2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.node.Webhook.Endpoints); n != 2 || s.node.Webhook.Endpoints[1].URL != "https://flag.example/2" {
+		t.Fatalf("--webhook twice over CHATD_WEBHOOK: got %+v, want the two flag URLs", s.node.Webhook.Endpoints)
+	}
+}
+
+func TestWebhookSettingsRefused(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"unknown key", "webhooks:\n  - url: https://x.example\n    secrets: whsec_x\n", `unknown key "secrets"`},
+		{"no url", "webhooks:\n  - secret: whsec_x\n", "url is required"},
+		{"no secret", "webhooks:\n  - url: https://x.example\n", "has no secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseWith(t, "--config", mustConfigFile(t, tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func kinds[T ~string](ks []T) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}

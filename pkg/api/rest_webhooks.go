@@ -1,0 +1,96 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/wire"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Page sizes of GET /api/admin/webhooks/failed.
+const (
+	defaultFailedPage = 100
+	maxFailedPage     = 1000
+)
+
+// failedPage is the body of GET /api/admin/webhooks/failed. Next is the
+// after= of the next page, 0 on the last.
+type failedPage struct {
+	Failed []chatd.WebhookFailure `json:"failed"`
+	Next   int64                  `json:"next"`
+}
+
+// webhooksFailed: GET /api/admin/webhooks/failed?after=ID&limit=N → the
+// webhook events set aside after their last attempt, oldest first.
+func (s *Server) webhooksFailed(c *fiber.Ctx) error {
+	if s.cfg.Webhooks == nil {
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
+	}
+	after, err := queryInt(c, "after", 0, 0, 1<<62)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	limit, err := queryInt(c, "limit", defaultFailedPage, 1, maxFailedPage)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx, cancel := s.storeCtx(c)
+	defer cancel()
+	failed, err := s.cfg.Webhooks.Failed(ctx, after, int(limit))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	page := failedPage{Failed: failed}
+	if page.Failed == nil {
+		page.Failed = []chatd.WebhookFailure{}
+	}
+	if len(failed) == int(limit) {
+		page.Next = failed[len(failed)-1].ID
+	}
+	return c.JSON(page)
+}
+
+// replayTimeout bounds a replay: one POST to the endpoint plus two store calls.
+const replayTimeout = 30 * time.Second
+
+// webhookReplay: POST /api/admin/webhooks/failed/{id}/replay → posts the
+// dead letter once more; 204 when the endpoint took it (it leaves the dead
+// letters), 502 with the endpoint's answer when not (it stays).
+func (s *Server) webhookReplay(c *fiber.Ctx) error {
+	if s.cfg.Webhooks == nil {
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
+	}
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return writeError(c, fiber.StatusBadRequest, wire.CodeInvalid, "id must be a dead letter's positive integer id")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), replayTimeout)
+	defer cancel()
+	err = s.cfg.Webhooks.Replay(ctx, id)
+	if errors.Is(err, chatd.ErrUnavailable) {
+		// The admin needs the endpoint's answer to act on it.
+		return writeError(c, fiber.StatusBadGateway, wire.CodeUnavailable, err.Error())
+	}
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// queryInt parses an optional integer query parameter within [lo, hi].
+func queryInt(c *fiber.Ctx, name string, def, lo, hi int64) (int64, error) {
+	v := c.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s must be an integer from %d to %d: %w", name, lo, hi, chatd.ErrInvalid)
+	}
+	return n, nil
+}

@@ -1,0 +1,36 @@
+package node
+
+import (
+	"context"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/webhook"
+)
+
+// webhookStore is the store as the webhooks see it.
+type webhookStore struct{ s *store.Store }
+
+func (w webhookStore) TryLock(ctx context.Context, name string) (webhook.Lock, bool, error) {
+	l, ok, err := w.s.TryWebhookLock(ctx, name)
+	if !ok {
+		return nil, false, err // never a typed nil in the interface
+	}
+	return l, true, nil
+}
+
+func (w webhookStore) SetAside(ctx context.Context, f chatd.WebhookFailure) (int64, error) {
+	return w.s.SetAsideWebhook(ctx, f)
+}
+
+func (w webhookStore) Failures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error) {
+	return w.s.WebhookFailures(ctx, after, limit)
+}
+
+func (w webhookStore) Failure(ctx context.Context, id int64) (chatd.WebhookFailure, error) {
+	return w.s.WebhookFailure(ctx, id)
+}
+
+func (w webhookStore) DeleteFailure(ctx context.Context, id int64) error {
+	return w.s.DeleteWebhookFailure(ctx, id)
+}

@@ -1,0 +1,184 @@
+package node_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnode"
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/webhook"
+)
+
+// hookSink is an endpoint that records payloads while up and answers 503
+// while down.
+type hookSink struct {
+	mu   sync.Mutex
+	up   bool
+	got  []webhook.Payload
+	seen map[string]bool
+}
+
+func (s *hookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.up {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if id := r.Header.Get("webhook-id"); !s.seen[id] {
+		s.seen[id] = true
+		var p webhook.Payload
+		json.Unmarshal(body, &p) //nolint:errcheck // checked by the fields below
+		s.got = append(s.got, p)
+	}
+}
+
+func (s *hookSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
+}
+
+// One node on the embedded NATS, where settling would skip the stream for
+// messages nobody needed live: with a webhook the stream gets every event,
+// the endpoint gets them, and what it refused before a restart arrives
+// after it, in order (the consumer is durable).
+func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
+	const secret = "node-webhook-test-secret"
+	sink := &hookSink{seen: map[string]bool{}}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+	cfg := node.Config{
+		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: secret, NodeID: "hook-1",
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+			MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, MaxAttempts: 1000,
+			// The restart restarts the embedded NATS too, which redelivers
+			// the events the node gave back only once their ack wait ran out.
+			AckWait: time.Second},
+	}
+	n := testnode.Run(t, cfg)
+	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct{ ID string }
+	postJSON(t, n.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	for i := range 3 {
+		postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
+	}
+	waitUntil(t, "failed attempts while the endpoint is down", func() bool {
+		return testnode.Metric(t, n.Node, "chatd_webhook_failed_attempts_total") >= 3
+	})
+	if err := n.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.up = true
+	sink.mu.Unlock()
+
+	n = testnode.Run(t, cfg)
+	postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m3","body":"after"}`, nil)
+	waitUntil(t, "all four events", func() bool { return sink.count() == 4 })
+
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for i, p := range sink.got {
+		if p.Data.Seq != int64(i+1) || p.Data.ChatID != chat.ID || p.Type != "chat.message" {
+			t.Fatalf("event %d: got %+v, want seq %d of chat %s", i, p.Data, i+1, chat.ID)
+		}
+	}
+}
+
+func postJSON(t *testing.T, url, tok, body string, into any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %s %s", url, resp.Status, b)
+	}
+	if into != nil {
+		if err := json.Unmarshal(b, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two nodes on one NATS and one database, both configured with the same
+// webhook: each event reaches the endpoint once, from one node.
+func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
+	const secret = "node-webhook-test-secret"
+	sink := &hookSink{seen: map[string]bool{}, up: true}
+	var requests int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sink.mu.Lock()
+		requests++
+		sink.mu.Unlock()
+		sink.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
+	db := testpg.NewDatabase(t)
+	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}
+	a := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
+	b := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
+	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct{ ID string }
+	postJSON(t, a.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	for i := range 10 {
+		base := []string{a.URL(), b.URL()}[i%2]
+		postJSON(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
+	}
+	waitUntil(t, "all ten events", func() bool { return sink.count() == 10 })
+	waitUntil(t, "the delivered metrics", func() bool {
+		return testnode.Metric(t, a.Node, "chatd_webhook_delivered_total")+testnode.Metric(t, b.Node, "chatd_webhook_delivered_total") == 10
+	})
+	da, db2 := testnode.Metric(t, a.Node, "chatd_webhook_delivered_total"), testnode.Metric(t, b.Node, "chatd_webhook_delivered_total")
+	if da*db2 != 0 {
+		t.Errorf("delivered by a, b: got %v, %v, want one node to deliver all", da, db2)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if requests != 10 {
+		t.Fatalf("requests: got %d, want 10 (each event once)", requests)
+	}
+	for i, p := range sink.got {
+		if p.Data.Seq != int64(i+1) {
+			t.Fatalf("event %d: got seq %d, want %d", i, p.Data.Seq, i+1)
+		}
+	}
+}

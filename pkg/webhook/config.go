@@ -1,0 +1,234 @@
+// Package webhook delivers the delivery stream's events to HTTP endpoints,
+// signed as the Standard Webhooks specification says. Each endpoint is its
+// own durable JetStream consumer of the stream (hook-<hash of its URL>), so a
+// slow or dead endpoint holds back only itself; in a cluster one node per
+// endpoint delivers (a PostgreSQL advisory lock elects it) and the others
+// stand by. Delivery is at least once, in per-chat seq order per endpoint;
+// what an endpoint does not accept within its attempts is set aside in
+// PostgreSQL and can be replayed (docs/integrations.md).
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ConsumerPrefix starts every endpoint's durable consumer name; reclaim
+// counts consumers named so toward the purge floor.
+const ConsumerPrefix = "hook-"
+
+// Defaults of Config.
+const (
+	DefaultMaxAttempts = 10
+	DefaultTimeout     = 10 * time.Second
+	DefaultMinBackoff  = time.Second
+	DefaultMaxBackoff  = time.Minute
+	DefaultWorkers     = 8
+	DefaultAckWait     = 10 * time.Second
+)
+
+// Kinds an endpoint can subscribe to: the event kinds the delivery stream
+// carries. Member changes and read receipts are not in the stream, so an
+// endpoint cannot ask for them (docs/integrations.md, "What is delivered").
+var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction}
+
+// Endpoint is one webhook receiver.
+type Endpoint struct {
+	// URL receives a POST per event. Required: http or https.
+	URL string
+	// Secret signs the requests: whsec_ followed by the base64 of the key.
+	// Required.
+	Secret string
+	// Kinds are the event kinds it receives. Empty means every kind.
+	Kinds []chatd.EventKind
+	// Chats, if any, are the only chats whose events it receives.
+	Chats []string
+}
+
+// ConsumerName is the durable consumer name of the endpoint at rawURL:
+// stable across restarts and the same on every node.
+func ConsumerName(rawURL string) string {
+	sum := sha256.Sum256([]byte(rawURL))
+	return ConsumerPrefix + hex.EncodeToString(sum[:6])
+}
+
+// Lock is a held election of the node that delivers to one endpoint.
+type Lock interface {
+	// Check reports an error when the lock may be lost.
+	Check(ctx context.Context) error
+	// Release gives the lock up; it is idempotent.
+	Release()
+}
+
+// Store is what the webhooks need of PostgreSQL. *store.Store satisfies it
+// through the node's wiring.
+type Store interface {
+	// TryLock tries, without waiting, to become the deliverer of the
+	// endpoint whose consumer is name; (nil, false, nil) when another holds it.
+	TryLock(ctx context.Context, name string) (Lock, bool, error)
+	SetAside(ctx context.Context, f chatd.WebhookFailure) (int64, error)
+	Failures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error)
+	Failure(ctx context.Context, id int64) (chatd.WebhookFailure, error)
+	DeleteFailure(ctx context.Context, id int64) error
+}
+
+// Config configures a Deliverer. Zero values take the documented defaults.
+type Config struct {
+	// Endpoints are the receivers. Empty: Run returns at once, and only
+	// the dead-letter calls (Failed, Replay) have work to do.
+	Endpoints []Endpoint
+	// JS and Stream are the delivery stream. Required.
+	JS     jetstream.JetStream
+	Stream string
+	// Store elects deliverers and keeps dead letters. Required.
+	Store Store
+	// MaxAttempts is how many times one event is posted before it is set
+	// aside. Zero means DefaultMaxAttempts. The count starts over on the
+	// node that takes an endpoint over.
+	MaxAttempts int
+	// Timeout bounds one POST. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between attempts: doubling
+	// from MinBackoff up to MaxBackoff, with jitter; a Retry-After header
+	// longer than the wait is honoured up to MaxRetryAfter. Zero means
+	// DefaultMinBackoff, DefaultMaxBackoff and 10 × MaxBackoff.
+	MinBackoff    time.Duration
+	MaxBackoff    time.Duration
+	MaxRetryAfter time.Duration
+	// Workers is how many chats an endpoint is posted to at once: chats
+	// are spread over this many lanes by a hash of their id, each lane
+	// sequential. Zero means DefaultWorkers.
+	Workers int
+	// AckWait is the consumer's ack wait: how long an event held by a node
+	// that died stays unacked before it is redelivered to the next one.
+	// The holder keeps the events it holds alive meanwhile. Zero means
+	// DefaultAckWait.
+	AckWait time.Duration
+	// Inactive is the consumers' inactive threshold: a consumer nobody
+	// pulls from for this long is deleted, so an endpoint removed from the
+	// configuration stops holding the stream's purge floor. Zero means 26 h
+	// (the stream's default max age: by then its events are gone anyway).
+	Inactive time.Duration
+	// Standby is how often a node that does not deliver to an endpoint
+	// tries to take it over. Zero means 2 s.
+	Standby time.Duration
+	// Client posts the events. Nil means a client with Timeout that does
+	// not follow redirects (a redirect is a failed attempt).
+	Client *http.Client
+	Logger *slog.Logger
+	// Registerer receives the webhook metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Now is the clock that stamps webhook-timestamp. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.JS == nil || c.Stream == "" || c.Store == nil {
+		return errors.New("webhook: Config.JS, Stream and Store are required")
+	}
+	c.MaxAttempts = cmpOr(c.MaxAttempts, DefaultMaxAttempts)
+	c.Timeout = cmpOr(c.Timeout, DefaultTimeout)
+	c.MinBackoff = cmpOr(c.MinBackoff, DefaultMinBackoff)
+	c.MaxBackoff = max(cmpOr(c.MaxBackoff, DefaultMaxBackoff), c.MinBackoff)
+	c.MaxRetryAfter = cmpOr(c.MaxRetryAfter, 10*c.MaxBackoff)
+	c.Workers = cmpOr(c.Workers, DefaultWorkers)
+	c.AckWait = cmpOr(c.AckWait, DefaultAckWait)
+	c.Inactive = cmpOr(c.Inactive, 26*time.Hour)
+	c.Standby = cmpOr(c.Standby, 2*time.Second)
+	if c.Client == nil {
+		// A redirect is a failed attempt: following it would turn the POST
+		// into a GET, or send the signed event somewhere unconfigured.
+		c.Client = &http.Client{Timeout: c.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	seen := map[string]bool{}
+	for i := range c.Endpoints {
+		if err := c.Endpoints[i].check(); err != nil {
+			return err
+		}
+		if seen[c.Endpoints[i].URL] {
+			return fmt.Errorf("webhook %s is configured twice: list each URL once", redact(c.Endpoints[i].URL))
+		}
+		seen[c.Endpoints[i].URL] = true
+	}
+	return nil
+}
+
+func cmpOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func (e *Endpoint) check() error {
+	u, err := url.Parse(e.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("webhook %q: want an http:// or https:// URL", redact(e.URL))
+	}
+	if _, err := ParseSecret(e.Secret); err != nil {
+		return fmt.Errorf("webhook %s: %w", redact(e.URL), err)
+	}
+	for _, k := range e.Kinds {
+		if !slices.Contains(Kinds, k) {
+			return fmt.Errorf("webhook %s: event kind %q is not one the delivery stream carries: use %s", redact(e.URL), k, kindList())
+		}
+	}
+	return nil
+}
+
+func kindList() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ParseSecret returns the signing key of a whsec_<base64> secret.
+func ParseSecret(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return nil, errors.New("the secret must be whsec_ followed by the base64 of the key (e.g. whsec_$(openssl rand -base64 32))")
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("the secret after whsec_ is not standard base64: %w", err)
+	}
+	if len(key) < 16 {
+		return nil, fmt.Errorf("the secret's key is %d bytes; use at least 24 (openssl rand -base64 32)", len(key))
+	}
+	return key, nil
+}
+
+// redact drops a URL's user info and query, which may hold credentials,
+// for logs and errors.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}

@@ -1,0 +1,213 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/logsample"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// hook is one endpoint: its election, its consumer and its lanes.
+type hook struct {
+	d     *Deliverer
+	cfg   *Config
+	ep    Endpoint
+	name  string
+	key   []byte
+	kinds map[chatd.EventKind]bool // nil: every kind
+	chats map[string]bool          // nil: every chat
+	log   *slog.Logger
+	// sampled keeps a failing endpoint from writing a line per attempt.
+	sampled *logsample.Sampler
+	m       hookMetrics
+}
+
+type hookMetrics struct {
+	delivered, failed, deadLettered prometheus.Counter
+	lag, delivering                 prometheus.Gauge
+}
+
+func newHook(d *Deliverer, e Endpoint) *hook {
+	key, _ := ParseSecret(e.Secret) // checked by Config.setDefaults
+	name := ConsumerName(e.URL)
+	log := d.log.With("endpoint", name, "url", redact(e.URL))
+	h := &hook{d: d, cfg: &d.cfg, ep: e, name: name, key: key, log: log, sampled: logsample.New(log, logsample.Config{}),
+		m: hookMetrics{
+			delivered: d.metrics.delivered.WithLabelValues(name), failed: d.metrics.failed.WithLabelValues(name),
+			deadLettered: d.metrics.deadLettered.WithLabelValues(name), lag: d.metrics.lag.WithLabelValues(name),
+			delivering: d.metrics.delivering.WithLabelValues(name),
+		}}
+	if len(e.Kinds) > 0 {
+		h.kinds = map[chatd.EventKind]bool{}
+		for _, k := range e.Kinds {
+			h.kinds[k] = true
+		}
+	}
+	if len(e.Chats) > 0 {
+		h.chats = map[string]bool{}
+		for _, c := range e.Chats {
+			h.chats[c] = true
+		}
+	}
+	return h
+}
+
+// wants reports whether the endpoint subscribed to the event.
+func (h *hook) wants(e *chatd.Envelope) bool {
+	return (h.kinds == nil || h.kinds[e.Message.Kind.Normal()]) && (h.chats == nil || h.chats[e.Message.Chat])
+}
+
+// run makes sure the consumer exists (on every node, so events are kept
+// for the endpoint from this node's first start even while another node
+// delivers), then takes part in the endpoint's election until ctx ends.
+func (h *hook) run(ctx context.Context) {
+	defer h.sampled.Flush()
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, h.cfg.Standby) {
+		_, err := h.ensure(ctx)
+		if err == nil {
+			break
+		}
+		h.sampled.Warn("create the webhook consumer; retrying (check NATS)", "err", err)
+		if !sleep(ctx, delay) {
+			return
+		}
+	}
+	for {
+		lock, ok, err := h.cfg.Store.TryLock(ctx, h.name)
+		if err != nil && ctx.Err() == nil {
+			h.sampled.Warn("webhook election; retrying (check PostgreSQL)", "err", err)
+		}
+		if ok {
+			h.lead(ctx, lock)
+			lock.Release()
+		}
+		if !sleep(ctx, jitter(h.cfg.Standby)) {
+			return
+		}
+	}
+}
+
+// A pull's expiry and heartbeat, as push's (see pkg/push/run.go): a pull
+// lost with its NATS server is noticed in about two seconds.
+const (
+	pullExpiry    = 10 * time.Second
+	pullHeartbeat = time.Second
+	pullBatch     = 64
+	laneQueue     = 64
+)
+
+func (h *hook) ensure(ctx context.Context) (jetstream.Consumer, error) {
+	cons, err := h.cfg.JS.CreateOrUpdateConsumer(ctx, h.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:     h.name,
+		Description: "chatd webhook " + redact(h.ep.URL),
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     h.cfg.AckWait,
+		// Unlimited: the deliverer counts attempts itself and sets an event
+		// aside after the last, so JetStream never drops one on its own.
+		MaxDeliver:        -1,
+		MaxAckPending:     h.cfg.Workers*laneQueue + pullBatch,
+		InactiveThreshold: h.cfg.Inactive,
+		// An endpoint receives what is accepted once its consumer exists;
+		// older events are in history (GET /api/chats/{id}/messages).
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", h.name, err)
+	}
+	return cons, nil
+}
+
+// lead delivers while this node holds the endpoint's lock: until ctx ends
+// or the lock's connection fails.
+func (h *hook) lead(ctx context.Context, lock Lock) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for sleep(lctx, h.cfg.Standby) {
+			if err := lock.Check(lctx); err != nil && lctx.Err() == nil {
+				h.log.Warn("lost the webhook election's connection; standing by (check PostgreSQL)", "err", err)
+				cancel()
+			}
+		}
+	}()
+	defer func() { <-watched }()
+	h.m.delivering.Set(1)
+	defer h.m.delivering.Set(0)
+	defer h.m.lag.Set(0)
+	h.log.Debug("delivering")
+	for lctx.Err() == nil {
+		if err := h.consume(lctx); err != nil && lctx.Err() == nil {
+			h.sampled.Warn("webhook consume; retrying (check NATS)", "err", err)
+		}
+		sleep(lctx, time.Second)
+	}
+}
+
+// consume feeds the consumer's events to the lanes until ctx ends or the
+// consume fails; it returns once every lane stopped.
+func (h *hook) consume(ctx context.Context) error {
+	cons, err := h.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	info := cons.CachedInfo()
+	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch),
+		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", h.name, err)
+	}
+	defer it.Stop()
+	s := newSession(ctx, h, cons)
+	defer s.stop()
+	if info.NumAckPending > 0 && !s.catchUp(it, info) {
+		return nil
+	}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		switch {
+		case err == nil:
+			s.dispatch(msg)
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return errors.New("the consume stopped")
+		case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
+			return fmt.Errorf("consume %s: %w", h.name, err)
+		default:
+			// Missed heartbeats and the like: the iterator pulls again;
+			// the pause keeps a persistent error from spinning.
+			h.sampled.Warn("webhook consume", "err", err)
+			sleep(ctx, 50*time.Millisecond)
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// jitter is d give or take a quarter, so standby nodes do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	q := int64(d / 4)
+	if q <= 0 {
+		return d
+	}
+	return d - time.Duration(q) + time.Duration(rand.Int64N(2*q))
+}

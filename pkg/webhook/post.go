@@ -1,0 +1,129 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chatd/chatd"
+)
+
+// deliver posts one event until the endpoint answers 2xx, or sets it aside
+// after the last attempt. It reports false only when ctx ended first (the
+// event goes back to the stream).
+func (h *hook) deliver(ctx context.Context, it item) bool {
+	id := WebhookID(it.event.Message.ID, h.name)
+	for attempt := 1; ; attempt++ {
+		if ctx.Err() != nil {
+			return false
+		}
+		res := h.post(ctx, id, it.body)
+		if res.err == nil {
+			h.m.delivered.Inc()
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		h.m.failed.Inc()
+		h.sampled.Warn("webhook post failed; retrying with backoff", "err", res.err, "attempt", attempt)
+		if attempt >= h.cfg.MaxAttempts {
+			return h.setAside(ctx, it, id, attempt, res.err)
+		}
+		if !sleep(ctx, h.backoff(attempt, res.retryAfter)) {
+			return false
+		}
+	}
+}
+
+// setAside stores the event as a dead letter, retrying until PostgreSQL
+// takes it (the event stays unacked meanwhile, so nothing is lost).
+func (h *hook) setAside(ctx context.Context, it item, id string, attempts int, lastErr error) bool {
+	f := chatd.WebhookFailure{Endpoint: h.name, URL: h.ep.URL, WebhookID: id, Chat: it.event.Message.Chat,
+		Seq: it.event.Message.Seq, MessageID: it.event.Message.ID, Kind: it.event.Message.Kind.Normal(),
+		Body: it.body, Attempts: attempts, LastError: lastErr.Error()}
+	for {
+		dl, err := h.cfg.Store.SetAside(ctx, f)
+		if err == nil {
+			h.m.deadLettered.Inc()
+			h.log.Warn("webhook event set aside after its last attempt; replay it with POST /api/admin/webhooks/failed/{id}/replay",
+				"id", dl, "chat", f.Chat, "seq", f.Seq, "attempts", attempts, "err", lastErr)
+			return true
+		}
+		h.sampled.Warn("set a webhook event aside; retrying (check PostgreSQL)", "err", err)
+		if !sleep(ctx, h.cfg.MaxBackoff) {
+			return false
+		}
+	}
+}
+
+// backoff is the wait after the attempt-th failure: doubling from
+// MinBackoff up to MaxBackoff, in its upper half at random (so endpoints
+// recovering together are not hit in step), or the endpoint's Retry-After
+// when longer, up to MaxRetryAfter.
+func (h *hook) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := h.cfg.MaxBackoff
+	if attempt < 32 {
+		d = min(h.cfg.MinBackoff<<(attempt-1), h.cfg.MaxBackoff)
+	}
+	d = d/2 + rand.N(d/2+1)
+	if retryAfter > d {
+		d = min(retryAfter, h.cfg.MaxRetryAfter)
+	}
+	return d
+}
+
+// result is one post's outcome: err is nil on a 2xx answer.
+type result struct {
+	err        error
+	retryAfter time.Duration
+}
+
+// errStatus: the endpoint answered, but not 2xx.
+var errStatus = errors.New("endpoint answered")
+
+// post sends body once, signed with a fresh timestamp.
+func (h *hook) post(ctx context.Context, id string, body []byte) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return result{err: err}
+	}
+	ts := h.cfg.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "chatd-webhook")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", Sign(h.key, id, ts, body))
+	resp, err := h.cfg.Client.Do(req)
+	if err != nil {
+		return result{err: fmt.Errorf("post: %w", err)}
+	}
+	// Drained (a little) so the connection can be reused.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // only for reuse
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return result{}
+	}
+	return result{err: fmt.Errorf("%w %s", errStatus, resp.Status), retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), h.cfg.Now())}
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date; zero if
+// absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,26 @@
+package chatd
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// WebhookFailure is an event a webhook endpoint did not accept within its
+// delivery attempts, set aside in PostgreSQL so that its consumer could move
+// on (docs/integrations.md, "Dead letters"). Body is the exact payload that
+// was signed, so a replay sends the same bytes under the same WebhookID.
+type WebhookFailure struct {
+	ID int64 `json:"id"`
+	// Endpoint is the endpoint's consumer name (hook-…); URL is where it posts.
+	Endpoint  string          `json:"endpoint"`
+	URL       string          `json:"url"`
+	WebhookID string          `json:"webhook_id"`
+	Chat      string          `json:"chat_id"`
+	Seq       int64           `json:"seq"`
+	MessageID string          `json:"message_id"`
+	Kind      EventKind       `json:"kind"`
+	Body      json.RawMessage `json:"payload"`
+	Attempts  int             `json:"attempts"`
+	LastError string          `json:"last_error"`
+	FailedAt  time.Time       `json:"failed_at"`
+}
