@@ -182,7 +182,8 @@ test('the demo, finished: desktop and phone', async (t) => {
     await bob.page.getByTestId('back').tap();
     await bob.page.waitForTimeout(500);
     await shot(bob.page, 'phone', 'list');
-    await bob.page.locator(`[data-testid="chat-item"][data-chat="${chat}"]`).getByTestId('chat-last').filter({ hasText: 'quick one' }).waitFor({ timeout: 2000 });
+    // alice's "typing…" stands in the preview's place for a few seconds.
+    await bob.page.locator(`[data-testid="chat-item"][data-chat="${chat}"]`).getByTestId('chat-last').filter({ hasText: 'quick one' }).waitFor({ timeout: 8000 });
     await bob.page.locator(`[data-testid="chat-item"][data-chat="${chat}"]`).tap();
     await row(bob.page, 'quick one').waitFor({ timeout: WAIT });
   });
