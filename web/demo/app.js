@@ -856,11 +856,19 @@ function editFailed(chat, e) {
   box.focus();
 }
 
+/** fitCompose grows the composer with its text, up to its CSS max-height. */
+function fitCompose() {
+  const box = $('compose');
+  box.style.height = 'auto';
+  box.style.height = `${box.scrollHeight + 2}px`;
+}
+
 /**
  * drawCount shows the composer's size in bytes (the unit of the server's
  * limit) once it nears the limit, and disables Send over it.
  */
 function drawCount() {
+  fitCompose();
   const n = utf8Length(/** @type {HTMLTextAreaElement} */ ($('compose')).value.trim());
   const max = S.maxBody;
   const over = n > max;
@@ -885,6 +893,7 @@ $('compose').addEventListener('keydown', (e) => {
 });
 $('compose').addEventListener('input', () => {
   drawCount();
+  fitCompose();
   if (!S.open || !/** @type {HTMLTextAreaElement} */ ($('compose')).value) return;
   const now = Date.now();
   if (now - S.lastTypingSent < TYPING_SEND_EVERY_MS) return;
