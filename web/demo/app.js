@@ -1001,7 +1001,7 @@ function drawEntry(/** @type {string} */ chat, /** @type {Entry} */ e, /** @type
         'aria-pressed': String(users.includes(S.me)), title: users.join(', '),
         'aria-label': `${emoji} ${users.length}: ${users.join(', ')}`,
         onclick: () => react(chat, e, emoji),
-      }, `${emoji} ${users.length}`)),
+      }, el('span', { class: 'emoji' }, emoji), ` ${users.length}`)),
   );
 
   const canAct = !!e.id && !e.deleted && !e.editing;
@@ -1015,7 +1015,7 @@ function drawEntry(/** @type {string} */ chat, /** @type {Entry} */ e, /** @type
       ...EMOJIS.map((emoji) => el('button', {
         type: 'button', class: 'act', dataset: { testid: 'react', emoji }, 'aria-label': `React ${emoji}`,
         onclick: () => react(chat, e, emoji),
-      }, emoji)),
+      }, el('span', { class: 'emoji' }, emoji))),
       mine ? el('button', { type: 'button', class: 'act', dataset: { testid: 'edit' }, onclick: () => startEdit(chat, e) }, 'Edit') : null,
       mine ? el('button', { type: 'button', class: 'act', dataset: { testid: 'delete' }, onclick: () => askDelete(chat, e, true) }, 'Delete') : null,
     )
@@ -1090,6 +1090,23 @@ function toggleActions(chat, e, ev) {
   for (const x of S.views.get(chat)?.msgs.values() ?? []) if (x !== e) x.confirming = false;
   drawMessages(chat);
 }
+
+// A tap outside every message, or Escape, closes the actions a tap opened.
+document.addEventListener('click', (ev) => {
+  // The path as dispatched: the tap that opened them redrew the bubble, so
+  // its target may be out of the document by now.
+  const onMessage = ev.composedPath().some((n) => n instanceof Element && n.classList.contains('msg'));
+  if (S.actionsFor && S.open && !onMessage) {
+    S.actionsFor = null;
+    drawMessages(S.open);
+  }
+});
+document.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Escape' && S.actionsFor && S.open) {
+    S.actionsFor = null;
+    drawMessages(S.open);
+  }
+});
 
 /** askDelete shows (or takes back) the question before a delete. @param {string} chat @param {Entry} e @param {boolean} on */
 function askDelete(chat, e, on) {
