@@ -21,6 +21,9 @@ type Chats interface {
 	Chat(ctx context.Context, id string) (chatd.Chat, error)
 	// ListChats returns user's chats with user's read_seq and unread count.
 	ListChats(ctx context.Context, user string) ([]chatd.UserChat, error)
+	// MembersRead returns each listed chat's members' read positions
+	// (user → seq), only for members who have read something.
+	MembersRead(ctx context.Context, chatIDs []string) (map[string]map[string]int64, error)
 	AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error)
 	RemoveMember(ctx context.Context, chatID, actor, user string) error
 	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.

@@ -108,8 +108,16 @@ func (s *Server) directChat(c *fiber.Ctx) error {
 	return c.Status(status).JSON(chatJSON(chat))
 }
 
+// listedChat is one chat of GET /api/chats: the caller's view of it and
+// the read positions of its members (receipts are live only; this is how a
+// client that was offline learns who read what).
+type listedChat struct {
+	chatd.UserChat
+	MembersRead map[string]int64 `json:"members_read"`
+}
+
 // listChats: GET /api/chats → the caller's chats, each with the caller's
-// read_seq and unread count.
+// read_seq and unread count and every member's read position.
 func (s *Server) listChats(c *fiber.Ctx) error {
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
@@ -117,13 +125,23 @@ func (s *Server) listChats(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
+	ids := make([]string, len(chats))
+	for i := range chats {
+		ids[i] = chats[i].ID
+	}
+	read, err := s.cfg.Chats.MembersRead(ctx, ids)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	out := make([]listedChat, len(chats))
 	for i := range chats {
 		chats[i].Chat = chatJSON(chats[i].Chat)
+		out[i] = listedChat{UserChat: chats[i], MembersRead: read[chats[i].ID]}
+		if out[i].MembersRead == nil {
+			out[i].MembersRead = map[string]int64{} // an object, never null
+		}
 	}
-	if chats == nil {
-		chats = []chatd.UserChat{}
-	}
-	return c.JSON(fiber.Map{"chats": chats})
+	return c.JSON(fiber.Map{"chats": out})
 }
 
 // addMember: POST /api/chats/:id/members → 200 with the chat; members only,

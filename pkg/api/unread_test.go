@@ -46,7 +46,7 @@ func TestRESTListChatsUnread(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"created_at", "id", "kind", "last_seq", "members", "read_seq", "title", "unread"}; !slices.Equal(keys, want) {
+	if want := []string{"created_at", "id", "kind", "last_seq", "members", "members_read", "read_seq", "title", "unread"}; !slices.Equal(keys, want) {
 		t.Errorf("chat keys %v, want %v", keys, want)
 	}
 	wantCounts(t, "bob, never read", c, 3, 0, 3)

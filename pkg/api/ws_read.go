@@ -232,6 +232,7 @@ func (s *session) onSend(f wire.ClientFrame) {
 		s.reject(f.CID, rejectCode(err), err.Error())
 		return
 	}
+	s.typing.sent(f.Chat)
 	cid := f.CID
 	req := ingest.Request{Chat: f.Chat, From: s.id.User, Device: s.id.Device, CID: cid, Body: f.Body, Meta: f.Meta}
 	err := s.g.cfg.Ingest.Submit(req, func(r ingest.Result) { s.onResult(cid, r) })

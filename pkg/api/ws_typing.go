@@ -56,6 +56,15 @@ func (l *typingLimiter) allow(chat string, now time.Time) typingVerdict {
 	return typingPass
 }
 
+// sent ends chat's interval when the connection sends a message there. The
+// others' clients stop showing "is typing" when that message arrives, so a
+// typing frame right after it is news, not a repeat: dropping it made the
+// next message's indicator show up to 3 s late. Messages are rate limited,
+// so this cannot lift typing frames above the send rate.
+func (l *typingLimiter) sent(chat string) {
+	delete(l.last, chat)
+}
+
 // onTyping tells the chat's other members, on every node, that this user
 // is typing. Not stored, not acked; the only answer is a rejection for an
 // unknown chat or a non-member. A repeat within the interval is dropped for

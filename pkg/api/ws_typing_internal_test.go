@@ -75,3 +75,23 @@ func TestTypingLimiterBounded(t *testing.T) {
 		t.Error("a new chat after the interval was refused")
 	}
 }
+
+// A message sent to a chat ends its interval: typing right after a send
+// passes at once (the receivers cleared the indicator when the message
+// came), while other chats keep theirs.
+func TestTypingLimiterAfterSend(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var l typingLimiter
+	l.allow("c1", t0)
+	l.allow("c2", t0)
+	l.sent("c1")
+	if l.allow("c1", t0.Add(100*time.Millisecond)) != typingPass {
+		t.Error("typing right after a send was dropped")
+	}
+	if l.allow("c2", t0.Add(100*time.Millisecond)) == typingPass {
+		t.Error("a send to c1 ended c2's interval")
+	}
+	if l.allow("c1", t0.Add(200*time.Millisecond)) == typingPass {
+		t.Error("the interval did not restart after the send")
+	}
+}

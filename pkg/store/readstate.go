@@ -122,6 +122,43 @@ func readResult(mk ReadMark, chatExists, member bool, pos chatd.ReadPosition) Re
 	return ReadResult{ReadPosition: pos}
 }
 
+// MembersRead returns, for each of chatIDs, the read position (seq) of
+// every current member who has marked anything read; a member who never did
+// is absent. Receipts reach only the connections that are live when they
+// happen, so a client that starts later learns the others' positions here,
+// and can show "read by" for what they read before it connected. A chat
+// with no such member is absent from the answer.
+func (s *Store) MembersRead(ctx context.Context, chatIDs []string) (map[string]map[string]int64, error) {
+	out := make(map[string]map[string]int64)
+	if len(chatIDs) == 0 {
+		return out, nil
+	}
+	// The join with members leaves out the positions of former members.
+	rows, err := s.pool.Query(ctx, `
+		select rs.chat_id, rs.user_id, rs.upto_seq from read_state rs
+		join members m on m.chat_id = rs.chat_id and m.user_id = rs.user_id
+		where rs.chat_id = any($1::text[])`, chatIDs)
+	if err != nil {
+		return nil, fmt.Errorf("members read: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var chat, user string
+		var seq int64
+		if err := rows.Scan(&chat, &user, &seq); err != nil {
+			return nil, fmt.Errorf("members read: %w", err)
+		}
+		if out[chat] == nil {
+			out[chat] = make(map[string]int64)
+		}
+		out[chat][user] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("members read: %w", err)
+	}
+	return out, nil
+}
+
 // PruneHistory deletes messages older than their chat's retention (the
 // chat's override, else defaultRetention, and never less than
 // Config.MinChatRetention) as of now, and returns how many it deleted. A

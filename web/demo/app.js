@@ -15,7 +15,7 @@
 // the user scrolls up.
 
 import { ChatClient, ClosedError } from '/sdk/index.js';
-import { el, fill, syncList, time, presenceText, dot, typingText } from './render.js';
+import { el, fill, syncList, time, presenceText, dot, typingText, linkify, listTime, humanError, utf8Length } from './render.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const EMOJIS = ['👍', '❤️', '😂', '🎉'];
@@ -24,13 +24,17 @@ const TYPING_SHOWN_MS = 4000;
 // The server passes one typing frame per chat per 3 s and drops the rest,
 // so sending more often costs little and keeps the others' indicator on.
 const TYPING_SEND_EVERY_MS = 1000;
+// chatd's default --max-body-bytes, used until hello names the server's own.
+const DEFAULT_MAX_BODY = 4096;
+// The composer shows its byte count from this share of the limit on.
+const COUNT_FROM = 0.8;
 
 /**
  * Entry is one row of a chat's view: a message (by id) or an own send not
  * yet accepted (by 'cid:'+cid).
  * @typedef {{key: string, id?: string, cid: string, seq?: number, from: string, body: string, ts?: string,
  *   editedAt?: string, deleted: boolean, reactions: Record<string, string[]>,
- *   status: 'sending'|'accepted'|'failed', error?: string, editing?: boolean, draft?: string, node?: HTMLElement, drawn?: string}} Entry
+ *   status: 'sending'|'accepted'|'failed', error?: string, editing?: boolean, confirming?: boolean, draft?: string, node?: HTMLElement, drawn?: string}} Entry
  * @typedef {{msgs: Map<string, Entry>, before: number|undefined, more: boolean, loading: boolean, loaded: boolean, readSent: number}} View
  */
 
@@ -50,6 +54,8 @@ const S = {
   /** @type {Map<string, Map<string, number>>} chat → user → read seq (from receipts) */ readers: new Map(),
   /** @type {Map<string, Map<string, number>>} chat → user → typing shown until (ms) */ typing: new Map(),
   lastTypingSent: 0,
+  maxBody: DEFAULT_MAX_BODY,
+  /** @type {string | null} the entry (key) whose actions a tap opened */ actionsFor: null,
   refreshing: /** @type {Promise<void> | null} */ (null),
 };
 
@@ -155,15 +161,28 @@ async function devToken(user) {
     body: JSON.stringify({ user, device: tabDevice() }),
   });
   const body = await resp.json().catch(() => ({}));
-  if (resp.status === 404) throw new Error('The development login is off: start chatd with --dev-login, or sign in with a token.');
-  if (!resp.ok) throw new Error(body.error || `sign-in failed (${resp.status})`);
+  if (resp.status === 404) {
+    sessionStorage.setItem('chatd.devLogin', 'off');
+    throw Object.assign(new Error('The development login is off: start chatd with --dev-login, or sign in with a token.'), { human: true });
+  }
+  if (!resp.ok) throw new Error(humanError({ status: resp.status, code: body.code, message: body.error }, 'Sign-in failed'));
+  sessionStorage.setItem('chatd.devLogin', 'on');
   return body.token;
 }
 
-/** devLoginEnabled: the route answers 400 to an empty body when on, 404 when off. */
+/**
+ * devLoginEnabled: the route answers 400 to an empty body when on, 404
+ * when off. The answer is kept for the tab, so a reload of the sign-in page
+ * asks nothing (each probe is a refused request in the server's logs); a
+ * sign-in by name that meets 404 corrects it.
+ */
 async function devLoginEnabled() {
+  const known = sessionStorage.getItem('chatd.devLogin');
+  if (known) return known === 'on';
   try {
     const resp = await fetch('/api/dev/login', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    if (resp.status !== 400 && resp.status !== 404) return false; // not an answer about the flag: ask again next time
+    sessionStorage.setItem('chatd.devLogin', resp.status === 400 ? 'on' : 'off');
     return resp.status === 400;
   } catch {
     return false;
@@ -188,7 +207,7 @@ $('dev-form').addEventListener('submit', async (e) => {
     sessionStorage.setItem('chatd.devUser', name);
     await signIn(tok, name);
   } catch (err) {
-    $('signin-error').textContent = String(err.message ?? err);
+    $('signin-error').textContent = humanError(err, 'Sign-in failed');
   }
 });
 
@@ -210,6 +229,32 @@ async function signOut() {
 }
 
 /**
+ * HelloLimits is the browser's WebSocket, reading the limits of the
+ * server's first frame (hello) on the side: the SDK keeps them to itself,
+ * and the composer must know max_body_bytes to say the limit before a send
+ * is refused.
+ */
+class HelloLimits extends WebSocket {
+  /** @param {string | URL} url @param {string | string[]} [protocols] */
+  constructor(url, protocols) {
+    super(url, protocols);
+    const first = (/** @type {MessageEvent} */ ev) => {
+      this.removeEventListener('message', first);
+      try {
+        const max = JSON.parse(ev.data)?.limits?.max_body_bytes;
+        if (Number.isInteger(max) && max > 0) {
+          S.maxBody = max;
+          drawCount();
+        }
+      } catch {
+        // not JSON: the SDK closes such a connection itself
+      }
+    };
+    this.addEventListener('message', first);
+  }
+}
+
+/**
  * signIn starts the SDK with tok. The token function renews a development
  * login's token before it expires; a pasted token is used until the server
  * refuses it, and then the page asks for a new one.
@@ -222,6 +267,7 @@ async function signIn(tok, devUser) {
   S.devUser = devUser;
   const client = new ChatClient({
     url: location.origin,
+    WebSocket: HelloLimits,
     token: async () => {
       if (S.devUser && tokenExp(S.token) - Date.now() / 1000 < 600) {
         S.token = await devToken(S.devUser);
@@ -241,7 +287,7 @@ async function signIn(tok, devUser) {
   } catch (err) {
     if (S.signingOut) return;
     sessionStorage.removeItem('chatd.token');
-    showSignIn(err instanceof ClosedError ? `Signed out: ${err.message}` : String(err.message ?? err));
+    showSignIn(err instanceof ClosedError ? closedText(err.code) : humanError(err, 'Sign-in failed'));
   }
 }
 
@@ -261,14 +307,14 @@ function wire(c) {
       return;
     }
     if (ev.state === 'reconnecting') {
-      const why = ev.code ? `closed ${ev.code}: ${ev.meaning}` : ev.meaning;
-      const reason = ev.reason ? ` (${ev.reason})` : '';
-      const wait = ev.retryInMs !== undefined ? ` Next try in ${(ev.retryInMs / 1000).toFixed(1)} s.` : '';
-      banner('reconnecting', `Reconnecting… Connection ${why}${reason}.${wait}`);
+      // The close code and reason are for the console, not for people.
+      console.info('chatd: reconnecting:', ev.code, ev.meaning, ev.reason ?? '');
+      reconnectBanner(Date.now() + (ev.retryInMs ?? 0));
       return;
     }
     if (ev.state === 'closed' && !S.signingOut) {
-      banner('closed', `Disconnected: ${ev.code ?? ''} ${ev.meaning ?? ''}${ev.reason ? ` (${ev.reason})` : ''}`, true);
+      console.info('chatd: closed:', ev.code, ev.meaning, ev.reason ?? '');
+      banner('closed', closedText(ev.code), true);
     }
   });
 
@@ -281,6 +327,7 @@ function wire(c) {
     } else {
       ch.lastSeq = Math.max(ch.lastSeq ?? 0, m.seq);
       ch.active = Date.now();
+      noteLast(ch, m);
       if (m.from !== S.me && m.seq > ch.counted && !m.deleted && !isReading(m.chat)) ch.unread = (ch.unread ?? 0) + 1;
       ch.counted = Math.max(ch.counted, m.seq);
     }
@@ -298,6 +345,11 @@ function wire(c) {
   c.on('update', ({ message, event }) => {
     const ch = S.chats.get(event.chat);
     if (ch) ch.lastSeq = Math.max(ch.lastSeq ?? 0, event.seq);
+    if (ch?.last && ch.last.id === event.target) {
+      if (event.kind === 'edit') ch.last.body = message?.body ?? event.body;
+      if (event.kind === 'delete') ch.last.deleted = true;
+      drawChats();
+    }
     const v = S.views.get(event.chat);
     const e = v && event.target ? v.msgs.get(event.target) : undefined;
     if (!e) return;
@@ -322,9 +374,7 @@ function wire(c) {
   });
 
   c.on('receipt', ({ chat, user, seq }) => {
-    let m = S.readers.get(chat);
-    if (!m) S.readers.set(chat, (m = new Map()));
-    m.set(user, Math.max(m.get(user) ?? 0, seq));
+    noteRead(chat, user, seq);
     const ch = S.chats.get(chat);
     if (user === S.me && ch && seq >= ch.counted) ch.unread = 0; // read on another device
     drawChats();
@@ -334,8 +384,34 @@ function wire(c) {
   c.on('error', (err) => console.warn('chatd:', err.message));
 }
 
+/** @type {ReturnType<typeof setInterval> | undefined} the reconnect countdown's ticker */
+let countdown;
+
+/**
+ * reconnectBanner says the connection is lost and counts down to the next
+ * try (the SDK's retryInMs), second by second.
+ * @param {number} at when the next try starts (ms since the epoch)
+ */
+function reconnectBanner(at) {
+  const tick = () => {
+    const s = Math.ceil((at - Date.now()) / 1000);
+    $('banner-text').textContent = s > 0 ? `Connection lost. Reconnecting in ${s} s…` : 'Connection lost. Reconnecting…';
+  };
+  banner('reconnecting', '');
+  tick();
+  countdown = setInterval(tick, 250);
+}
+
+/** closedText is why the client stopped for good, in words. @param {number} [code] */
+function closedText(code) {
+  if (code === 4401) return 'The server refused the token (wrong or expired): sign in again.';
+  if (code === 4003) return 'This account connected again from the same device elsewhere, so this tab stopped.';
+  return 'Disconnected from the server.';
+}
+
 /** @param {'connecting'|'reconnecting'|'closed'|'open'} state @param {string} text @param {boolean} [signInAgain] */
 function banner(state, text, signInAgain = false) {
+  clearInterval(countdown);
   const b = $('banner');
   b.dataset.state = state;
   b.hidden = state === 'open';
@@ -359,6 +435,8 @@ function refreshChats() {
         S.chats.set(ch.id, { ...had, ...ch, unread, counted: Math.max(had?.counted ?? 0, ch.lastSeq ?? 0), active: had?.active ?? Date.parse(ch.createdAt) });
       }
       drawChats();
+      previews();
+      readPositions();
       if (S.want && S.chats.has(S.want)) openChat(S.want);
       else if (S.want) {
         $('no-chat').textContent = `Chat ${S.want} is not one of yours.`;
@@ -371,6 +449,59 @@ function refreshChats() {
     }
   })();
   return S.refreshing;
+}
+
+/**
+ * previews reads the newest messages of each listed chat whose last message
+ * the list does not show yet, for its preview line.
+ */
+function previews() {
+  const want = [...S.chats.values()].filter((ch) => ch.lastSeq > 0 && !ch.last && !ch.previewing).slice(0, 50);
+  for (const ch of want) {
+    ch.previewing = true;
+    S.client.history(ch.id, { before: ch.lastSeq + 1, limit: 5 })
+      .then((page) => {
+        for (const m of page.messages) noteLast(ch, m);
+        drawChats();
+      })
+      .catch((err) => console.warn('chatd: preview:', err.message))
+      .finally(() => { ch.previewing = false; });
+  }
+}
+
+/** noteLast makes m the chat's preview when it is the newest message seen. @param {any} ch @param {any} m */
+function noteLast(ch, m) {
+  if (!m?.seq || (ch.last && ch.last.seq > m.seq)) return;
+  ch.last = { id: m.id, seq: m.seq, from: m.from, body: m.body, ts: m.ts, deleted: !!m.deleted };
+  const t = Date.parse(m.ts);
+  if (t) ch.active = Math.max(ch.active ?? 0, t);
+}
+
+/**
+ * readPositions reads how far each member has read in each chat
+ * (members_read of GET /api/chats). Receipts arrive only while connected,
+ * so without this a reloaded page would show read messages as unread. The
+ * SDK's Chat does not carry the field, so the page asks chatd itself.
+ */
+async function readPositions() {
+  try {
+    const resp = await fetch('/api/chats', { headers: { Authorization: `Bearer ${S.token}` } });
+    if (!resp.ok) throw new Error(`http ${resp.status}`);
+    const { chats } = await resp.json();
+    for (const ch of chats ?? []) {
+      for (const [user, seq] of Object.entries(ch.members_read ?? {})) noteRead(ch.id, user, Number(seq));
+    }
+    if (S.open) drawMessages(S.open);
+  } catch (err) {
+    console.warn('chatd: read positions:', err.message);
+  }
+}
+
+/** noteRead keeps the highest seq user has read in chat. @param {string} chat @param {string} user @param {number} seq */
+function noteRead(chat, user, seq) {
+  let m = S.readers.get(chat);
+  if (!m) S.readers.set(chat, (m = new Map()));
+  m.set(user, Math.max(m.get(user) ?? 0, seq));
 }
 
 async function refreshPresence() {
@@ -411,17 +542,25 @@ function drawChats() {
     const btn = /** @type {HTMLElement} */ (li.firstElementChild);
     const typing = [...(S.typing.get(ch.id)?.entries() ?? [])].some(([, until]) => until > Date.now());
     const title = chatTitle(ch);
-    const sig = JSON.stringify([title, ch.unread, chatPresence(ch)?.online, typing, S.open === ch.id, ch.kind]);
+    const last = ch.last;
+    const sig = JSON.stringify([title, ch.unread, chatPresence(ch)?.online, typing, S.open === ch.id, ch.kind, last]);
     if (btn.dataset.sig !== sig) {
       btn.dataset.sig = sig;
       btn.dataset.title = title;
+      const preview = !last ? '' : last.deleted ? 'message deleted' : `${last.from === S.me ? 'You: ' : ch.kind === 'group' ? `${last.from}: ` : ''}${last.body}`;
       fill(
         btn,
         dot(chatPresence(ch)),
-        el('span', { class: 'name' }, title),
-        ch.kind === 'group' ? el('span', { class: 'kind' }, 'group') : null,
-        typing ? el('span', { class: 'typing-hint' }, 'typing…') : null,
-        ch.unread > 0 ? el('span', { class: 'badge', dataset: { testid: 'unread' }, 'aria-label': `${ch.unread} unread` }, String(ch.unread)) : null,
+        el('span', { class: 'lines' },
+          el('span', { class: 'line' },
+            el('span', { class: 'name' }, title),
+            ch.kind === 'group' ? el('span', { class: 'kind' }, 'group') : null,
+            last ? el('time', { class: 'when', datetime: last.ts, dataset: { testid: 'chat-time' } }, listTime(last.ts)) : null),
+          el('span', { class: 'line' },
+            typing
+              ? el('span', { class: 'typing-hint' }, 'typing…')
+              : el('span', { class: 'last', dataset: { testid: 'chat-last' } }, preview.slice(0, 200)),
+            ch.unread > 0 ? el('span', { class: 'badge', dataset: { testid: 'unread' }, 'aria-label': `${ch.unread} unread` }, String(ch.unread)) : null)),
       );
       if (S.open === ch.id) btn.setAttribute('aria-current', 'true');
       else btn.removeAttribute('aria-current');
@@ -439,8 +578,20 @@ $('new-chat').addEventListener('submit', async (e) => {
   const title = /** @type {HTMLInputElement} */ ($('new-title')).value.trim();
   const submitter = /** @type {SubmitEvent} */ (e).submitter;
   const kind = submitter?.getAttribute('value') ?? (users.length === 1 && !title ? 'direct' : 'group');
+  const bad = users.find((u) => !/^[A-Za-z0-9_-]{1,64}$/.test(u));
+  if (bad) {
+    err.textContent = `“${bad.slice(0, 64)}” is not a user name: names are 1–64 letters, digits, _ or -.`;
+    return;
+  }
+  if (kind === 'direct' && users.length !== 1) {
+    err.textContent = 'A direct chat is with exactly one other user: for more, make a group.';
+    return;
+  }
+  if (kind === 'direct' && users[0] === S.me) {
+    err.textContent = 'A direct chat is with someone else: type another user’s name.';
+    return;
+  }
   try {
-    if (kind === 'direct' && users.length !== 1) throw new Error('A direct chat is with exactly one other user.');
     const ch = kind === 'direct' ? await S.client.directChat(users[0]) : await S.client.createGroup(users, title);
     if (!S.chats.has(ch.id)) {
       S.client.track(ch.id, ch.lastSeq ?? 0);
@@ -451,7 +602,7 @@ $('new-chat').addEventListener('submit', async (e) => {
     go(ch.id);
     refreshPresence();
   } catch (x) {
-    err.textContent = String(x.message ?? x);
+    err.textContent = humanError(x, kind === 'direct' ? 'Could not start the chat' : 'Could not make the group');
   }
 });
 
@@ -558,6 +709,8 @@ async function loadOlder(chat) {
   try {
     const page = await S.client.history(chat, { before: v.before, limit: PAGE });
     for (const m of page.messages) mergeMessage(v, m, false);
+    const ch = S.chats.get(chat);
+    if (ch) for (const m of page.messages) noteLast(ch, m);
     const seqs = page.events.map((e) => e.seq);
     if (seqs.length) v.before = Math.min(...seqs);
     v.more = page.more && seqs.length > 0;
@@ -576,7 +729,7 @@ async function loadOlder(chat) {
     v.loading = false;
     drawPane();
     $('history-start').hidden = false;
-    $('history-start').textContent = `Could not load history: ${err.message}`;
+    $('history-start').textContent = humanError(err, 'Could not load the history');
   }
 }
 
@@ -635,22 +788,97 @@ async function send() {
   const box = /** @type {HTMLTextAreaElement} */ ($('compose'));
   const body = box.value.trim();
   if (!chat || !body) return;
+  // Over the limit the counter already says so and Send is disabled: the
+  // text stays where it can be shortened.
+  if (utf8Length(body) > S.maxBody) return drawCount();
   box.value = '';
+  drawCount();
+  // The server passes the next typing frame at once after a send (its 3 s
+  // interval restarts), so the next keystroke must not wait for ours.
+  S.lastTypingSent = 0;
   const v = /** @type {View} */ (S.views.get(chat));
   const cid = crypto.randomUUID();
   /** @type {Entry} */
   const e = { key: `cid:${cid}`, cid, from: S.me, body, deleted: false, reactions: {}, status: 'sending' };
   v.msgs.set(e.key, e);
   drawMessages(chat, { bottom: true });
+  await deliver(chat, v, e);
+}
+
+/**
+ * deliver sends an own entry (again, for a retry: the same cid, so a send
+ * that did reach the server is not stored twice).
+ * @param {string} chat @param {View} v @param {Entry} e
+ */
+async function deliver(chat, v, e) {
   try {
-    const a = await S.client.send(chat, body, { cid });
+    const a = await S.client.send(chat, e.body, { cid: e.cid });
     // The SDK hands the accepted message out as soon as its chat's seqs are
     // contiguous; until then this row stands for it.
     if (v.msgs.get(e.key) === e) Object.assign(e, { status: 'accepted', id: a.id, seq: a.seq, ts: a.ts });
+    const ch = S.chats.get(chat);
+    if (ch) {
+      noteLast(ch, { id: a.id, seq: a.seq, ts: a.ts, from: S.me, body: e.body });
+      drawChats();
+    }
   } catch (err) {
-    Object.assign(e, { status: 'failed', error: err.code || err.message });
+    const box = /** @type {HTMLTextAreaElement} */ ($('compose'));
+    if (err.code === 'too_large' && !box.value && S.open === chat) {
+      // Under the byte limit yet too large (its escaped form in a large
+      // group): back into the composer to be shortened, not a dead bubble.
+      v.msgs.delete(e.key);
+      box.value = e.body;
+      drawCount();
+      alertError('Not sent: the message is too long for this chat. Shorten it and send again.');
+    } else {
+      Object.assign(e, { status: 'failed', error: humanError(err, 'Not sent') });
+    }
   }
   drawMessages(chat);
+}
+
+/** retry sends a failed entry again. @param {string} chat @param {Entry} e */
+function retry(chat, e) {
+  const v = S.views.get(chat);
+  if (!v) return;
+  e.status = 'sending';
+  drawMessages(chat);
+  deliver(chat, v, e);
+}
+
+/** editFailed takes a failed entry's text back into the composer. @param {string} chat @param {Entry} e */
+function editFailed(chat, e) {
+  const box = /** @type {HTMLTextAreaElement} */ ($('compose'));
+  S.views.get(chat)?.msgs.delete(e.key);
+  box.value = box.value ? `${e.body}\n${box.value}` : e.body;
+  drawMessages(chat);
+  drawCount();
+  box.focus();
+}
+
+/** fitCompose grows the composer with its text, up to its CSS max-height. */
+function fitCompose() {
+  const box = $('compose');
+  box.style.height = 'auto';
+  box.style.height = `${box.scrollHeight + 2}px`;
+}
+
+/**
+ * drawCount shows the composer's size in bytes (the unit of the server's
+ * limit) once it nears the limit, and disables Send over it.
+ */
+function drawCount() {
+  fitCompose();
+  const n = utf8Length(/** @type {HTMLTextAreaElement} */ ($('compose')).value.trim());
+  const max = S.maxBody;
+  const over = n > max;
+  const count = $('compose-count');
+  const fmt = (/** @type {number} */ x) => x.toLocaleString('en');
+  count.hidden = n < max * COUNT_FROM;
+  count.textContent = over ? `${fmt(n)} / ${fmt(max)} bytes: too long, shorten it to send` : `${fmt(n)} / ${fmt(max)} bytes`;
+  count.classList.toggle('over', over);
+  /** @type {HTMLButtonElement} */ ($('send')).disabled = over;
+  $('compose').setAttribute('aria-invalid', String(over));
 }
 
 $('composer').addEventListener('submit', (e) => {
@@ -664,6 +892,8 @@ $('compose').addEventListener('keydown', (e) => {
   }
 });
 $('compose').addEventListener('input', () => {
+  drawCount();
+  fitCompose();
   if (!S.open || !/** @type {HTMLTextAreaElement} */ ($('compose')).value) return;
   const now = Date.now();
   if (now - S.lastTypingSent < TYPING_SEND_EVERY_MS) return;
@@ -733,7 +963,7 @@ function drawMessages(chat, opt = {}) {
 /** stateText is an own message's state: sending, accepted, read by … @param {Entry} e @param {Map<string, number> | undefined} readers */
 function stateText(e, readers) {
   if (e.status === 'sending') return 'sending…';
-  if (e.status === 'failed') return `not sent: ${e.error}`;
+  if (e.status === 'failed') return e.error ?? 'Not sent.';
   const by = [...(readers?.entries() ?? [])].filter(([u, s]) => u !== S.me && e.seq && s >= e.seq).map(([u]) => u).sort();
   return by.length ? `read by ${by.join(', ')}` : 'accepted';
 }
@@ -741,14 +971,15 @@ function stateText(e, readers) {
 /** drawEntry returns the entry's row, rebuilt only when what it shows changed. */
 function drawEntry(/** @type {string} */ chat, /** @type {Entry} */ e, /** @type {Map<string, number> | undefined} */ readers) {
   const mine = e.from === S.me;
-  const state = mine ? stateText(e, readers) : '';
-  const sig = JSON.stringify([e.id, e.seq, e.body, e.deleted, e.editedAt, e.reactions, e.status, state, e.editing]);
+  const state = mine && !e.deleted ? stateText(e, readers) : '';
+  const open = S.actionsFor === e.key;
+  const sig = JSON.stringify([e.id, e.seq, e.body, e.deleted, e.editedAt, e.reactions, e.status, state, e.editing, e.confirming, open]);
   if (e.node && e.drawn === sig) return e.node;
   const hadFocus = e.node?.contains(document.activeElement) ? /** @type {HTMLElement} */ (document.activeElement).dataset.testid : undefined;
-  const li = e.node ?? el('li', { class: 'msg' });
+  const li = e.node ?? el('li', { class: 'msg', onclick: (/** @type {MouseEvent} */ ev) => toggleActions(chat, e, ev) });
   e.node = li;
   e.drawn = sig;
-  li.className = `msg${mine ? ' mine' : ''}${e.deleted ? ' deleted' : ''}`;
+  li.className = `msg${mine ? ' mine' : ''}${e.deleted ? ' deleted' : ''}${open || e.confirming ? ' open' : ''}`;
   Object.assign(li.dataset, { testid: 'message', from: e.from, status: e.status });
   if (e.id) li.dataset.id = e.id;
   if (e.seq) li.dataset.seq = String(e.seq);
@@ -761,7 +992,7 @@ function drawEntry(/** @type {string} */ chat, /** @type {Entry} */ e, /** @type
   );
   const body = e.editing
     ? editForm(chat, e)
-    : el('p', { class: 'body', dataset: { testid: 'message-body' } }, e.deleted ? 'message deleted' : e.body);
+    : el('p', { class: 'body', dataset: { testid: 'message-body' } }, ...(e.deleted ? ['message deleted'] : linkify(e.body)));
 
   const reactions = el('div', { class: 'reactions', dataset: { testid: 'reactions' } },
     ...Object.entries(e.reactions).map(([emoji, users]) =>
@@ -770,27 +1001,37 @@ function drawEntry(/** @type {string} */ chat, /** @type {Entry} */ e, /** @type
         'aria-pressed': String(users.includes(S.me)), title: users.join(', '),
         'aria-label': `${emoji} ${users.length}: ${users.join(', ')}`,
         onclick: () => react(chat, e, emoji),
-      }, `${emoji} ${users.length}`)),
+      }, el('span', { class: 'emoji' }, emoji), ` ${users.length}`)),
   );
 
   const canAct = !!e.id && !e.deleted && !e.editing;
-  const actions = canAct
+  const actions = canAct && e.confirming
+    ? el('div', { class: 'actions confirm', role: 'group', 'aria-label': 'Delete this message?' },
+      el('span', { class: 'ask' }, 'Delete for everyone?'),
+      el('button', { type: 'button', class: 'act danger', dataset: { testid: 'delete-confirm' }, onclick: () => del(chat, e) }, 'Delete'),
+      el('button', { type: 'button', class: 'act', dataset: { testid: 'delete-cancel' }, onclick: () => askDelete(chat, e, false) }, 'Cancel'))
+    : canAct
     ? el('div', { class: 'actions', role: 'group', 'aria-label': `Actions on ${e.from}'s message` },
       ...EMOJIS.map((emoji) => el('button', {
         type: 'button', class: 'act', dataset: { testid: 'react', emoji }, 'aria-label': `React ${emoji}`,
         onclick: () => react(chat, e, emoji),
-      }, emoji)),
+      }, el('span', { class: 'emoji' }, emoji))),
       mine ? el('button', { type: 'button', class: 'act', dataset: { testid: 'edit' }, onclick: () => startEdit(chat, e) }, 'Edit') : null,
-      mine ? el('button', { type: 'button', class: 'act', dataset: { testid: 'delete' }, onclick: () => del(chat, e) }, 'Delete') : null,
+      mine ? el('button', { type: 'button', class: 'act', dataset: { testid: 'delete' }, onclick: () => askDelete(chat, e, true) }, 'Delete') : null,
     )
+    : e.status === 'failed'
+    ? el('div', { class: 'actions failed', role: 'group', 'aria-label': 'Message not sent' },
+      el('button', { type: 'button', class: 'act', dataset: { testid: 'retry' }, onclick: () => retry(chat, e) }, 'Retry'),
+      el('button', { type: 'button', class: 'act', dataset: { testid: 'edit-failed' }, onclick: () => editFailed(chat, e) }, 'Edit'))
     : null;
 
   fill(
     li,
     head, body, reactions, actions,
-    mine ? el('p', { class: `state ${e.status}`, dataset: { testid: 'message-state' } }, state) : null,
+    mine && state ? el('p', { class: `state ${e.status}`, dataset: { testid: 'message-state' } }, state) : null,
   );
   if (e.editing) /** @type {HTMLInputElement} */ (li.querySelector('input'))?.focus();
+  else if (e.confirming && !hadFocus) /** @type {HTMLElement | null} */ (li.querySelector('[data-testid="delete-cancel"]'))?.focus();
   else if (hadFocus) /** @type {HTMLElement | null} */ (li.querySelector(`[data-testid="${hadFocus}"]`))?.focus();
   return li;
 }
@@ -832,16 +1073,58 @@ async function saveEdit(/** @type {string} */ chat, /** @type {Entry} */ e, /** 
   try {
     await S.client.edit(chat, e.id, body);
   } catch (err) {
-    alertError(`Edit failed: ${err.message}`);
+    alertError(humanError(err, 'The edit was not saved'));
   }
 }
 
+/**
+ * toggleActions opens a message's actions on a tap (a touch screen has no
+ * hover), and closes them on a second tap or a tap on another message. A
+ * tap on a button, link or form inside the message is that control's.
+ * @param {string} chat @param {Entry} e @param {MouseEvent} ev
+ */
+function toggleActions(chat, e, ev) {
+  if (/** @type {Element} */ (ev.target).closest('button, a, input, form')) return;
+  if (getSelection()?.toString()) return; // selecting text, not tapping
+  S.actionsFor = S.actionsFor === e.key ? null : e.key;
+  for (const x of S.views.get(chat)?.msgs.values() ?? []) if (x !== e) x.confirming = false;
+  drawMessages(chat);
+}
+
+// A tap outside every message, or Escape, closes the actions a tap opened.
+document.addEventListener('click', (ev) => {
+  // The path as dispatched: the tap that opened them redrew the bubble, so
+  // its target may be out of the document by now.
+  const onMessage = ev.composedPath().some((n) => n instanceof Element && n.classList.contains('msg'));
+  if (S.actionsFor && S.open && !onMessage) {
+    S.actionsFor = null;
+    drawMessages(S.open);
+  }
+});
+document.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Escape' && S.actionsFor && S.open) {
+    S.actionsFor = null;
+    drawMessages(S.open);
+  }
+});
+
+/** askDelete shows (or takes back) the question before a delete. @param {string} chat @param {Entry} e @param {boolean} on */
+function askDelete(chat, e, on) {
+  e.confirming = on;
+  if (!on) S.actionsFor = null;
+  drawMessages(chat);
+  if (!on) /** @type {HTMLElement | null} */ (e.node?.querySelector('[data-testid="delete"]'))?.focus();
+}
+
 async function del(/** @type {string} */ chat, /** @type {Entry} */ e) {
+  e.confirming = false;
+  S.actionsFor = null;
+  drawMessages(chat);
   if (!e.id) return;
   try {
     await S.client.delete(chat, e.id);
   } catch (err) {
-    alertError(`Delete failed: ${err.message}`);
+    alertError(humanError(err, 'The message was not deleted'));
   }
 }
 
@@ -851,7 +1134,7 @@ async function react(/** @type {string} */ chat, /** @type {Entry} */ e, /** @ty
   try {
     await S.client.react(chat, e.id, emoji, on);
   } catch (err) {
-    alertError(`Reaction failed: ${err.message}`);
+    alertError(humanError(err, 'The reaction was not saved'));
   }
 }
 

@@ -273,6 +273,7 @@ test('alice and bob chat in two browsers; bob recovers 20 messages after going o
     const id = await mine.getAttribute('data-id');
     await mine.hover();
     await mine.getByTestId('delete').click();
+    await mine.getByTestId('delete-confirm').click(); // the demo asks first
     for (const p of [alice.page, bob.page]) {
       const gone = p.locator(`[data-testid="message"][data-id="${id}"]`);
       await gone.getByTestId('message-body').filter({ hasText: 'message deleted' }).waitFor({ timeout: WAIT });
