@@ -143,6 +143,8 @@ export interface Chat {
   createdAt: string;
   /** In listChats() only. */
   readSeq?: number;
+  /** In listChats() only: each member's read position (seq), for "read by" after a reload. */
+  membersRead?: Record<string, number>;
   unread?: number;
 }
 

@@ -121,6 +121,7 @@ export function toChat(raw) {
   const ch = { id: raw.id, kind: raw.kind, title: raw.title ?? '', members: raw.members ?? [], lastSeq: raw.last_seq ?? 0, createdAt: raw.created_at };
   if (raw.read_seq !== undefined) ch.readSeq = raw.read_seq;
   if (raw.unread !== undefined) ch.unread = raw.unread;
+  if (raw.members_read !== undefined) ch.membersRead = raw.members_read;
   return ch;
 }
 
