@@ -207,11 +207,22 @@ func (c *Client) holdEarly(m chatd.Message, via Via) bool {
 func (c *Client) trackListed(chats []chatd.UserChat) []string {
 	c.deliverMu.Lock()
 	first := !c.listed
+	// A live message held for the listing came after hello: it is "now",
+	// even when the listing, read later, already counts it in LastSeq.
+	heldFrom := map[string]int64{}
+	for _, m := range c.early {
+		if f, ok := heldFrom[m.Chat]; !ok || m.Seq < f {
+			heldFrom[m.Chat] = m.Seq
+		}
+	}
 	var fresh []string
 	for _, ch := range chats {
 		after := int64(0)
 		if first {
 			after = c.cfg.TrackStart.after(ch)
+			if f, ok := heldFrom[ch.ID]; ok && f-1 < after {
+				after = f - 1
+			}
 		}
 		if c.tracker.track(ch.ID, after) {
 			fresh = append(fresh, ch.ID)

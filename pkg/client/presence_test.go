@@ -8,14 +8,16 @@ import (
 	"github.com/chatd/chatd/pkg/node"
 )
 
-// Presence returns the server's snapshot: a connected user online, one the
-// server never saw offline with no last_seen.
+// Presence returns the server's snapshot: a connected contact online, a
+// user the server never saw offline with no last_seen. (Only users who
+// share a chat with the caller are shown online at all.)
 func TestIntegrationPresenceSnapshot(t *testing.T) {
 	n := mustNode(t, node.Config{})
 	alice := mustClient(t, n, "alice", "phone", nil)
 	run(t, alice, false)
 	waitConnected(t, alice)
 	bob := mustClient(t, n, "bob", "phone", nil)
+	mustDirect(t, bob, "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deadline := time.Now().Add(10 * time.Second)

@@ -22,7 +22,7 @@ func TestRepeatedCommitFailuresAreSampled(t *testing.T) {
 	chat := mustGroup(t, s, "alice", "bob")
 	ctx := ctxT(t, 30*time.Second)
 	for _, q := range []string{
-		`CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$`,
+		`CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk on fire' USING ERRCODE = 'disk_full'; END $$`,
 		`CREATE TRIGGER fail BEFORE INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION fail()`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q); err != nil {

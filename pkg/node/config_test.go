@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/chatd/chatd/pkg/webhook"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,7 +152,7 @@ func TestWebhookTurnsSettlingOff(t *testing.T) {
 	if err := c.setDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if c.SettleWait >= 0 {
-		t.Fatalf("settle wait with a webhook: got %v, want negative (off)", c.SettleWait)
+	if why := c.settleOff(); !strings.Contains(why, "webhook") {
+		t.Fatalf("settling with a webhook: off because %q, want off because of the webhook", why)
 	}
 }

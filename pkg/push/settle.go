@@ -109,21 +109,22 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 		}
 		return str
 	}
+	notAlone := len(others) > 0
 	r.mu.Lock()
 	was := r.notAlone
-	r.notAlone = len(others) > 0
-	if r.notAlone {
+	r.notAlone = notAlone
+	if notAlone {
 		r.aloneAt = time.Time{}
 	} else {
 		r.aloneAt = began
 	}
 	r.mu.Unlock()
 	switch {
-	case r.notAlone && !was:
+	case notAlone && !was:
 		r.metrics.alone.Set(0)
 		r.log.Info("another consumer reads the delivery stream; every message goes to the stream while it exists",
 			"consumers", others)
-	case !r.notAlone:
+	case !notAlone:
 		r.metrics.alone.Set(1)
 		if was {
 			r.log.Info("no consumer but this node's reads the delivery stream; settling again")

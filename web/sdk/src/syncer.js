@@ -94,7 +94,15 @@ export class Syncer {
     try {
       const chats = await c._rest.listChats();
       this.list = false;
-      for (const ch of chats) if (c._tracker.track(ch.id, c._listedOnce ? 0 : startOf(ch, c._trackFrom))) this.schedule(ch.id, 0, false);
+      // A live frame held for the listing came after hello: it is "now",
+      // even when the listing, read later, already counts it in lastSeq.
+      /** @type {Map<string, number>} */
+      const heldFrom = new Map();
+      for (const f of c._early ?? []) heldFrom.set(f.chat, Math.min(heldFrom.get(f.chat) ?? Infinity, f.seq));
+      for (const ch of chats) {
+        const start = c._listedOnce ? 0 : Math.min(startOf(ch, c._trackFrom), (heldFrom.get(ch.id) ?? Infinity) - 1);
+        if (c._tracker.track(ch.id, start)) this.schedule(ch.id, 0, false);
+      }
       if (!c._listedOnce) c._listed();
     } catch (err) {
       if (this._unauthorized(err)) return;
