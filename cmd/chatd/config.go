@@ -25,12 +25,12 @@ type settings struct {
 	version bool
 }
 
-//go:generate go test -run TestFlagTables -update .
+//go:generate go test . -count=1 -run TestFlagTables -update
 
-// registerFlags declares every flag of `chatd`. To add one, add its line
-// to declareFlags with its group and docs, then run `go generate
-// ./cmd/chatd` to rewrite the flag tables in README.md and
-// docs/architecture.md.
+// registerFlags declares every flag of `chatd`. To add one, add one
+// registration (its group, short --help line and long doc) to the declare
+// function below, then run `go generate ./cmd/chatd`: it rewrites the flag
+// tables in README.md and docs/architecture.md, which a test keeps equal.
 func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f := &envFlags{fs: fs}
 	declareFlags(f, s)
@@ -255,7 +255,7 @@ func declareDelivery(f *envFlags, c *node.Config) {
 		long:  "the delivery stream's duplicate window (`Nats-Msg-Id`): a relay's republish within it is dropped. The server keeps every message id stored within it in memory, so a longer window costs memory (BENCHMARKS.md, \"What is slow or costly\")"})
 	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5*time.Second, doc{group: groupDelivery,
 		short: "how often delivered messages are purged",
-		long:  "how often the reclaim pass purges the stream below the lowest position every consumer has delivered (the Tetris floor, docs/architecture.md)"})
+		long:  "how often the reclaim pass purges the delivery stream below the lowest sequence anyone may still need: every node consumer's acked prefix and every connection's pins (the Tetris floor, `pkg/reclaim`)"})
 	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", time.Second, doc{group: groupDelivery,
 		short: "how often the node checks its consumer",
 		long:  "how often the node checks that its JetStream consumer exists (recreated if gone)"})
