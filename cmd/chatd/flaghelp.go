@@ -183,4 +183,22 @@ func printFlags(w io.Writer, fs *flag.FlagSet, specs []flagSpec) {
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
 	}
+	printUndeclared(w, fs, specs)
+}
+
+// printUndeclared lists, under "Other", any flag put on fs directly rather
+// than declared with a doc, so it is still shown (and the help tests, which
+// want every flag in a named group, fail until it is declared).
+func printUndeclared(w io.Writer, fs *flag.FlagSet, specs []flagSpec) {
+	declared := map[string]bool{}
+	for _, s := range specs {
+		declared[s.name] = true
+	}
+	heading := "\nOther:\n"
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !declared[fl.Name] {
+			fmt.Fprintf(w, "%s  --%s  %s\n", heading, fl.Name, fl.Usage)
+			heading = ""
+		}
+	})
 }

@@ -97,8 +97,13 @@ func TestHelpGroupsEveryFlagOnce(t *testing.T) {
 	}
 	var order []string
 	for _, line := range strings.Split(helpText(t, "--help"), "\n") {
-		if h, ok := strings.CutSuffix(line, ":"); ok && slices.Contains(wantHelpGroups, h) {
+		h, ok := strings.CutSuffix(line, ":")
+		switch {
+		case !ok || line[0] == ' ' || h == "Usage":
+		case slices.Contains(wantHelpGroups, h):
 			order = append(order, h)
+		default:
+			t.Errorf("heading %q, want only %q", h, wantHelpGroups)
 		}
 	}
 	if !slices.Equal(order, wantHelpGroups) {
