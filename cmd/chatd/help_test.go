@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -193,5 +194,36 @@ func TestTokenReadsTheServersConfigFile(t *testing.T) {
 	err := run([]string{"token", "alice", "--config", mustConfigFile(t, "lsiten: x\n")})
 	if err == nil || !strings.Contains(err.Error(), `unknown setting "lsiten"`) {
 		t.Fatalf("a key no command knows: got %v, want unknown setting", err)
+	}
+}
+
+// Defaults read in human units: whole days as days, durations without a
+// zero tail, *-bytes counts in the largest exact binary unit, and a zero
+// default as what it means.
+func TestDefaultText(t *testing.T) {
+	tests := []struct {
+		name string
+		spec flagSpec
+		want string
+	}{
+		{"days", flagSpec{name: "history-retention", def: 2160 * time.Hour}, "90 days"},
+		{"one day", flagSpec{name: "ttl", def: 24 * time.Hour}, "1 day"},
+		{"hours", flagSpec{name: "stream-max-age", def: 26 * time.Hour}, "26h"},
+		{"hours and minutes", flagSpec{name: "x", def: 90 * time.Minute}, "1h30m"},
+		{"minutes", flagSpec{name: "x", def: 2 * time.Minute}, "2m"},
+		{"fraction", flagSpec{name: "x", def: 2500 * time.Millisecond}, "2.5s"},
+		{"zero with its meaning", flagSpec{name: "history-retention", def: time.Duration(0), doc: doc{unset: "keep forever"}}, "keep forever"},
+		{"GiB", flagSpec{name: "stream-max-bytes", def: int64(1 << 30)}, "1 GiB"},
+		{"MiB, not a fraction of GiB", flagSpec{name: "stream-max-bytes", def: int64(1536 << 20)}, "1536 MiB"},
+		{"odd bytes", flagSpec{name: "max-body-bytes", def: 1000}, "1000 bytes"},
+		{"a count is not bytes", flagSpec{name: "queue-size", def: 8192}, "8192"},
+		{"bool", flagSpec{name: "dev-login", def: false}, "off"},
+		{"empty string", flagSpec{name: "nats-url", def: ""}, "none"},
+		{"empty list", flagSpec{name: "admin-users", def: []string(nil)}, "none"},
+	}
+	for _, tt := range tests {
+		if got := tt.spec.defaultText(); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
