@@ -65,8 +65,10 @@ func mustChatd(t *testing.T) *chatdCLI {
 }
 
 var (
-	helpFlag = regexp.MustCompile(`(?m)^\s+-([a-z0-9][a-z0-9-]*)`)
-	helpEnv  = regexp.MustCompile(`\(env (CHATD_[A-Z0-9_]+)\)`)
+	// A --help line: "  --name  CHATD_NAME  default  what it does" (the
+	// env column is "-" for a flag without one).
+	helpFlag = regexp.MustCompile(`(?m)^\s+--([a-z0-9][a-z0-9-]*)\s`)
+	helpEnv  = regexp.MustCompile(`(?m)^\s+--[a-z0-9][a-z0-9-]*\s+(CHATD_[A-Z0-9_]+)\s`)
 )
 
 // readCLI runs bin --help and collects its flags and env names.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -25,96 +27,292 @@ type settings struct {
 	// node.Config.Webhook.Endpoints.
 	webhookURLs   []string
 	webhookSecret string
+	// version asks for the build's version instead of a start (--version).
+	version bool
 }
 
-// registerFlags declares every flag of `chatd` and `chatd token`; both read
-// the same settings so a token is signed with the secret the server uses.
+//go:generate go test . -count=1 -run TestFlagTables -update
+
+// registerFlags declares every flag of `chatd`. To add one, add one
+// registration (its group, short --help line and long doc) to the declare
+// function below, then run `go generate ./cmd/chatd`: it rewrites the flag
+// tables in README.md and docs/architecture.md, which a test keeps equal.
 func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f := &envFlags{fs: fs}
-	c := &s.node
-	f.String(&c.Listen, "listen", "CHATD_LISTEN", "127.0.0.1:8080", "HTTP and WebSocket address")
-	f.String(&c.DataDir, "data-dir", "CHATD_DATA_DIR", "./data", "directory for the embedded PostgreSQL, JetStream store, generated secret and node id")
-	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir")
-	f.String(&c.NATSURL, "nats-url", "CHATD_NATS_URL", "", "external NATS URL(s); empty runs NATS in-process")
-	f.String(&c.NATSListen, "nats-listen", "CHATD_NATS_LISTEN", "", "open a TCP listener on the embedded NATS (e.g. 127.0.0.1:4222) so the nats CLI can inspect it")
-	f.String(&c.NATS.CredsFile, "nats-creds", "CHATD_NATS_CREDS", "", "with --nats-url, a NATS credentials file (user JWT and nkey seed) to authenticate with")
-	f.String(&c.NATS.NkeyFile, "nats-nkey", "CHATD_NATS_NKEY", "", "with --nats-url, an nkey seed file to authenticate with")
-	f.String(&c.NATS.User, "nats-user", "CHATD_NATS_USER", "", "with --nats-url, the NATS user to authenticate as (with --nats-password)")
-	f.String(&c.NATS.Password, "nats-password", "CHATD_NATS_PASSWORD", "", "the --nats-user's password; set it in the environment: a flag is visible to every local user in the process list")
-	f.String(&c.NATS.CAFile, "nats-ca", "CHATD_NATS_CA", "", "with --nats-url, a PEM CA file that verifies the NATS server's certificate (turns TLS on)")
-	f.String(&c.NATS.CertFile, "nats-cert", "CHATD_NATS_CERT", "", "with --nats-url, this node's PEM client certificate for NATS servers that verify clients (with --nats-key; turns TLS on)")
-	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", "the PEM private key of --nats-cert")
-	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", node.DefaultStreamName, "the delivery stream's JetStream name; deployments sharing a NATS account need different ones (and different --subject-prefix)")
-	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, "starts every NATS subject and KV bucket chatd uses: <p>.out.<chat> (stream), <p>.sig.<kind>.<chat> (signals), <p>_presence_v2 (bucket)")
-	f.String(&c.TLSCertFile, "tls-cert", "CHATD_TLS_CERT", "", "serve HTTP and WebSocket over TLS with this PEM certificate (chain) and --tls-key; both are read again on SIGHUP")
-	f.String(&c.TLSKeyFile, "tls-key", "CHATD_TLS_KEY", "", "the PEM private key of --tls-cert")
-	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", "HS256 token secret, at least 16 bytes; empty in embedded mode generates one in the data dir. Prefer setting it in the environment: a flag is visible to every local user in the process list")
-	f.String(&c.JWKS.URL, "jwks-url", "CHATD_JWKS_URL", "", "also accept RS256, ES256 and EdDSA tokens signed by a key (chosen by kid) of the JWK Set at this URL; fetched at start (the start fails if it is not a valid set), hourly and on an unknown kid. Empty: HS256 tokens only")
-	f.String(&c.JWKS.Issuer, "jwt-issuer", "CHATD_JWT_ISSUER", "", "with --jwks-url, the iss a provider token must carry; empty: not checked")
-	f.String(&c.JWKS.Audience, "jwt-audience", "CHATD_JWT_AUDIENCE", "", "with --jwks-url, a value a provider token's aud must hold; empty: not checked")
-	f.String(&c.JWKS.UserClaim, "jwt-user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, "with --jwks-url, the provider token claim holding the user id (1-64 of [A-Za-z0-9_-]); chatd's HS256 tokens always use sub")
-	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, "alias of --jwt-user-claim")
-	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", "this node's name (its consumer is push-<id>); empty generates one in the data dir")
-	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", "browser Origins allowed on /ws; empty allows only non-browser and same-origin clients; * allows any")
-	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, "DEVELOPMENT ONLY: POST /api/dev/login hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); off: 404")
-	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", "users whose tokens may call /api/admin/ (the outbox view, webhook dead letters and their replay)")
-	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded")
-	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)")
-	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", api.DefaultMaxConnections, "open HTTP and WebSocket connections; one more is answered 503 (keep below the open-file limit)")
-	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, "on SIGTERM, answer /readyz 503 and keep serving this long before draining, so a load balancer stops sending new sockets first")
-	f.String(&c.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/, without cmdline) on this address, e.g. 127.0.0.1:6060; keep it private")
-
-	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, "sends held from submit to the end of their commit; beyond it a send is rejected overloaded")
-	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 128, "most messages per group-commit transaction")
-	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 10_000_000, "how long a batch waits to fill; longer costs PostgreSQL less per message, and every send up to this long")
-	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, "concurrent group-commit transactions")
-	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, "read receipts per read-state transaction (group commit)")
-	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10_000_000, "how long a read-state batch waits to fill")
-	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, "largest message body")
-	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", node.DefaultMaxGroupMembers, "most members a group may have (checked on create and add); every message carries its members to the delivery stream")
-
-	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10_000_000_000, "delivery lease (AckWait): keep far above p99.9 delivery-to-ack latency")
-	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, "delivery attempts before a non-acking client is abandoned (close 4000)")
-	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", 20, "un-acked messages per connection before it is closed overloaded (4001)")
-	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, "spare a just-connected client from the attempts reaper for this long")
-	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", node.DefaultNATSUnreachable,
-		"after NATS is unreachable this long, turn not ready and close sessions with 1001 so clients move to a healthy node")
-	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", 1_000_000_000,
-		"how often the node checks that its JetStream consumer exists (recreated if gone)")
-
-	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", node.DefaultPresenceTTL,
-		"a node's presence heartbeat expires this long after its last refresh: how soon a dead node's users go offline")
-	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", node.DefaultPresenceRefresh,
-		"how often a node rewrites its presence heartbeat; under half of --presence-ttl")
-	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience,
-		"the largest chat whose members hear of a member going online or offline")
-
-	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, "tokens per second per connection; every WebSocket frame costs one, a ping or ack an eighth (token bucket rate)")
-	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, "token bucket burst per connection")
-	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, "sends a connection may have awaiting accepted")
-	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", 10_000_000_000, "server WebSocket ping interval")
-	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", 30_000_000_000, "close a silent connection (4002) after this long")
-
-	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", 1, "replicas of the delivery stream (3 on a NATS cluster)")
-	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", 1<<30, "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog")
-	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", 26*3_600_000_000_000, "delivery stream MaxAge: a disk backstop only, keep it far below --history-retention")
-	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", node.DefaultStreamDuplicates, "the delivery stream's duplicate window: a relay's republish within it is dropped; the server keeps every message id stored within it in memory (at 2,000 msg/s, 2m cost 40 MiB more RSS than 30s)")
-	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5_000_000_000, "how often the stream is purged below the Tetris floor")
-	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, "auto: while this node is provably alone (embedded NATS, and no --nats-listen unless the database is the managed one) and no other consumer reads the delivery stream, a message every local connection acked is deleted from the outbox without entering the stream; off: every message enters the stream (for integrations, or to see each one with the nats CLI)")
-	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, "while settling (--settle): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it. Shorter than --lease. Negative: settling off")
-	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5_000_000_000, "give the relay up to another node after publishing to NATS has failed this long")
-	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, "delete messages older than this, e.g. 2160h for 90 days; 0 keeps history forever (a chat may set its own)")
-	f.Repeated(&s.webhookURLs, "webhook", "CHATD_WEBHOOK", "POST every event (message, edit, delete, reaction) to this URL, signed as Standard Webhooks says; repeat for more endpoints. Per-endpoint secrets and event filters: the config file's webhooks list (docs/integrations.md). Turns settling off")
-	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", "whsec_ and the base64 of the key that signs webhook requests (whsec_$(openssl rand -base64 32)); set it in the environment: a flag is visible in the process list")
-	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, "posts of one event before it is set aside as a dead letter (GET /api/admin/webhooks/failed); backoff doubles from 1s to 1m between them")
-	f.Duration(&c.Webhook.Timeout, "webhook-timeout", "CHATD_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, "how long one webhook post may take before it counts as failed")
-	f.Int(&c.Webhook.Workers, "webhook-workers", "CHATD_WEBHOOK_WORKERS", webhook.DefaultWorkers, "chats posted to each endpoint at once (each chat's events stay in order)")
-
-	f.String(&s.configFile, "config", "CHATD_CONFIG", "", "read settings from this YAML file whose keys are the flag names (listen: 127.0.0.1:8080); a flag or its environment variable wins over the file")
-	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", "debug, info, warn or error")
-	f.Bool(&s.logJSON, "log-json", "CHATD_LOG_JSON", false, "log JSON instead of text")
-	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, "most CPUs that run chatd's Go code at once (GOMAXPROCS); 0: Go's choice, every CPU. 1 on a 2-core box shared with PostgreSQL costs chatd 9-17% less CPU per message and its p99 more (BENCHMARKS.md)")
+	declareFlags(f, s)
 	return f
+}
+
+// registerTokenFlags declares `chatd token`'s flags: its own, and the
+// settings that decide the secret it signs with, read as the server reads
+// them so the token is signed with the secret the server uses.
+func registerTokenFlags(fs *flag.FlagSet, s *settings, device *string, ttl *time.Duration) *envFlags {
+	f := &envFlags{fs: fs, only: map[string]bool{
+		"config": true, "data-dir": true, "database-url": true, "jwt-secret": true, "device": true, "ttl": true,
+	}}
+	declareFlags(f, s)
+	f.String(device, "device", "", chatd.DefaultDevice, doc{group: groupToken, short: "device id (the token's dev claim)"})
+	f.Duration(ttl, "ttl", "", 24*time.Hour, doc{group: groupToken, short: "how long the token is valid"})
+	return f
+}
+
+// declareFlags declares every setting, each with its group, a short line
+// for --help and the detail for the docs' tables.
+func declareFlags(f *envFlags, s *settings) {
+	c := &s.node
+	declareGeneral(f, s)
+	declareListening(f, c)
+	declareStorage(f, c)
+	declareNATS(f, c)
+	declareIdentity(f, c)
+	declareLimits(f, c)
+	declareDelivery(f, c)
+	declareWebhooks(f, s)
+	declareCluster(f, c)
+	declareObservability(f, s)
+}
+
+func declareGeneral(f *envFlags, s *settings) {
+	f.String(&s.configFile, "config", "CHATD_CONFIG", "", doc{group: groupGeneral,
+		short: "YAML file of settings keyed by flag name",
+		long:  "a YAML file of settings whose keys are the flag names (`listen: 127.0.0.1:8080`); a flag or its environment variable wins over the file"})
+	f.Bool(&s.version, "version", "", false, doc{group: groupGeneral,
+		short: "print the version and exit",
+		long:  "print the module version and VCS revision, and exit"})
+	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, doc{group: groupGeneral, unset: "every CPU",
+		short: "most CPUs running Go code at once (GOMAXPROCS)",
+		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS); `0`: Go's choice, every CPU. `1` on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 (BENCHMARKS.md)"})
+}
+
+func declareListening(f *envFlags, c *node.Config) {
+	f.String(&c.Listen, "listen", "CHATD_LISTEN", "127.0.0.1:8080", doc{group: groupListening,
+		short: "HTTP and WebSocket address"})
+	f.String(&c.TLSCertFile, "tls-cert", "CHATD_TLS_CERT", "", doc{group: groupListening, unset: "none",
+		short: "serve HTTPS/WSS with this PEM cert",
+		long:  "serve HTTPS and WSS with this PEM certificate (chain) and `--tls-key`; both files are read again on SIGHUP"})
+	f.String(&c.TLSKeyFile, "tls-key", "CHATD_TLS_KEY", "", doc{group: groupListening,
+		short: "private key of --tls-cert",
+		long:  "the PEM private key of `--tls-cert`"})
+	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", doc{group: groupListening, unset: "same-origin",
+		short: "browser Origins for /ws; * for any",
+		long:  "browser origins (comma-separated) allowed on `/ws` and answered CORS on `/api`; empty allows only same-origin and non-browser clients (no Origin); `*` allows any"})
+	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, doc{group: groupListening,
+		short: "time to read a whole HTTP request",
+		long:  "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded"})
+	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, doc{group: groupListening, unset: "none",
+		short: "stay up unready this long on SIGTERM",
+		long:  "on SIGTERM, answer `/readyz` 503 and keep serving this long before draining, so a load balancer stops sending new sockets first"})
+}
+
+func declareStorage(f *envFlags, c *node.Config) {
+	f.String(&c.DataDir, "data-dir", "CHATD_DATA_DIR", "./data", doc{group: groupStorage,
+		short: "embedded PostgreSQL, NATS, secrets",
+		long:  "directory for the managed PostgreSQL, the JetStream store, the generated secret, node id and NATS nkey"})
+	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", doc{group: groupStorage, unset: "chatd runs one",
+		short: "external PostgreSQL URL",
+		long:  "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir"})
+	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, doc{group: groupStorage, unset: "keep forever",
+		short: "delete messages older than this",
+		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned"})
+	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, doc{group: groupStorage,
+		short: "unsaved sends held; more are refused",
+		long:  "sends held from submit to the end of their commit; beyond it a send is rejected `overloaded`"})
+	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 128, doc{group: groupStorage,
+		short: "most messages saved per transaction",
+		long:  "most messages per group-commit transaction"})
+	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 10*time.Millisecond, doc{group: groupStorage,
+		short: "how long a batch waits to fill",
+		long:  "how long a group-commit batch waits to fill; longer costs PostgreSQL less per message, and every send up to this long"})
+	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, doc{group: groupStorage,
+		short: "transactions saving at once",
+		long:  "concurrent group-commit transactions"})
+	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, doc{group: groupStorage,
+		short: "most read receipts per transaction",
+		long:  "read receipts per read-state transaction (group commit of read receipts)"})
+	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10*time.Millisecond, doc{group: groupStorage,
+		short: "how long read receipts wait to batch"})
+}
+
+func declareNATS(f *envFlags, c *node.Config) {
+	f.String(&c.NATSURL, "nats-url", "CHATD_NATS_URL", "", doc{group: groupNATS, unset: "in-process",
+		short: "external NATS URLs, comma-separated",
+		long:  "external NATS URL(s), comma-separated (reconnect wait 250 ms, unlimited); empty runs NATS in-process"})
+	f.String(&c.NATSListen, "nats-listen", "CHATD_NATS_LISTEN", "", doc{group: groupNATS,
+		short: "TCP address for the embedded NATS",
+		long:  "open a TCP listener on the embedded NATS (e.g. `127.0.0.1:4222`) so the `nats` CLI can inspect it; clients need `--nkey <data-dir>/nats-user.nk`"})
+	f.String(&c.NATS.CredsFile, "nats-creds", "CHATD_NATS_CREDS", "", doc{group: groupNATS,
+		short: "credentials file to log in with",
+		long:  "with `--nats-url`, a NATS credentials file (user JWT and nkey seed, operator mode) to authenticate with"})
+	f.String(&c.NATS.NkeyFile, "nats-nkey", "CHATD_NATS_NKEY", "", doc{group: groupNATS,
+		short: "nkey seed file to log in with",
+		long:  "with `--nats-url`, an nkey seed file to authenticate with"})
+	f.String(&c.NATS.User, "nats-user", "CHATD_NATS_USER", "", doc{group: groupNATS,
+		short: "user to log in as",
+		long:  "with `--nats-url`, the NATS user to authenticate as (with `--nats-password`)"})
+	f.String(&c.NATS.Password, "nats-password", "CHATD_NATS_PASSWORD", "", doc{group: groupNATS,
+		short: "password; set by env: flags show in ps",
+		long:  "the `--nats-user`'s password; set it with the environment variable: a flag is visible to every local user in the process list (`ps`)"})
+	f.String(&c.NATS.CAFile, "nats-ca", "CHATD_NATS_CA", "", doc{group: groupNATS, unset: "system roots",
+		short: "CA file for the server (turns TLS on)",
+		long:  "with `--nats-url`, a PEM CA file that verifies the NATS server's certificate (turns TLS on); empty: the system roots"})
+	f.String(&c.NATS.CertFile, "nats-cert", "CHATD_NATS_CERT", "", doc{group: groupNATS,
+		short: "client certificate (turns TLS on)",
+		long:  "with `--nats-url`, this node's PEM client certificate for NATS servers that verify clients (with `--nats-key`; turns TLS on)"})
+	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", doc{group: groupNATS,
+		short: "private key of --nats-cert",
+		long:  "the PEM private key of `--nats-cert`"})
+	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", node.DefaultNATSUnreachable, doc{group: groupNATS,
+		short: "after NATS is gone this long: unready",
+		long:  "after NATS is unreachable this long, turn not ready and close sessions with 1001 (until it is back), so clients move to a healthy node"})
+	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", node.DefaultStreamName, doc{group: groupNATS,
+		short: "stream name; unique per NATS account",
+		long:  "the delivery stream's JetStream name; deployments sharing a NATS account need different ones, and a different `--subject-prefix` (docs/operations.md, \"NATS and TLS options\")"})
+	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, doc{group: groupNATS,
+		short: "prefix of every subject and bucket",
+		long:  "starts every NATS subject and KV bucket chatd uses: `<p>.out.<chat>` (stream), `<p>.sig.<kind>.<chat>` (signals), `<p>_presence_v2` (bucket)"})
+}
+
+func declareIdentity(f *envFlags, c *node.Config) {
+	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", doc{group: groupIdentity, unset: "generated",
+		short: "token secret, 16+ bytes; use the env var",
+		long:  "HS256 token secret, at least 16 bytes, the same on every node; empty in embedded mode generates one in the data dir. Set it with the environment variable: a flag is visible to every local user in the process list (`ps`)"})
+	f.String(&c.JWKS.URL, "jwks-url", "CHATD_JWKS_URL", "", doc{group: groupIdentity, unset: "none",
+		short: "also accept tokens signed by this JWK Set",
+		long:  "also accept RS256, ES256 and EdDSA tokens signed by a key (chosen by `kid`) of the JWK Set at this URL; fetched at start (the start fails if it is not a valid set), hourly and on an unknown `kid` (at most every 30 s). Empty: HS256 tokens only"})
+	f.String(&c.JWKS.Issuer, "jwt-issuer", "CHATD_JWT_ISSUER", "", doc{group: groupIdentity, unset: "not checked",
+		short: "the iss a --jwks-url token must carry",
+		long:  "with `--jwks-url`, the `iss` a provider token must carry"})
+	f.String(&c.JWKS.Audience, "jwt-audience", "CHATD_JWT_AUDIENCE", "", doc{group: groupIdentity, unset: "not checked",
+		short: "a value a --jwks-url token's aud must hold",
+		long:  "with `--jwks-url`, a value a provider token's `aud` must hold"})
+	f.String(&c.JWKS.UserClaim, "jwt-user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
+		short: "--jwks-url token claim holding the user id",
+		long:  "with `--jwks-url`, the provider token claim holding the user id (1-64 of `[A-Za-z0-9_-]`, the rule for `sub`); chatd's HS256 tokens always use `sub`"})
+	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
+		short: "alias of --jwt-user-claim",
+		long:  "alias of `--jwt-user-claim`"})
+	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", doc{group: groupIdentity,
+		short: "users who may call /api/admin/",
+		long:  "users (comma-separated) whose tokens may call `/api/admin/`: the outbox view, webhook dead letters and their replay"})
+	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, doc{group: groupIdentity,
+		short: "DEV ONLY: anyone gets any user's token",
+		long:  "**development only**: `POST /api/dev/login {\"user\":\"alice\"}` hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); `make run` turns it on; off, the route is 404"})
+}
+
+func declareLimits(f *envFlags, c *node.Config) {
+	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", api.DefaultMaxConnections, doc{group: groupLimits,
+		short: "open connections; more get 503",
+		long:  "open HTTP and WebSocket connections; one more is answered 503 and closed (keep it below the open-file limit)"})
+	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
+		short: "request line plus headers; more get 431",
+		long:  "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)"})
+	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, doc{group: groupLimits,
+		short: "largest message body",
+		long:  "largest message body; chatd refuses to start if a 2-member chat's worst-case message (every body byte, and the largest `meta`, JSON-escaped to 6) would not fit NATS's max payload"})
+	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", node.DefaultMaxGroupMembers, doc{group: groupLimits,
+		short: "most members a group may have",
+		long:  "most members a group may have, checked on create and add (400 `too_many_members`); it bounds the envelope, since every message carries its members to the delivery stream"})
+	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, doc{group: groupLimits,
+		short: "frames per second per connection",
+		long:  "tokens per second per connection: every WebSocket frame costs one, a ping or ack an eighth (token bucket rate; docs/protocol.md, \"WebSocket details\")"})
+	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, doc{group: groupLimits,
+		short: "burst above --rate per connection",
+		long:  "token bucket burst per connection"})
+	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, doc{group: groupLimits,
+		short: "sends awaiting accepted per connection",
+		long:  "sends a connection may have awaiting `accepted`"})
+	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", 10*time.Second, doc{group: groupLimits,
+		short: "how often each WebSocket is pinged",
+		long:  "server WebSocket ping interval (with `--idle-timeout`, the idle reaper)"})
+	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", 30*time.Second, doc{group: groupLimits,
+		short: "close a connection silent this long",
+		long:  "close a silent connection (4002) after this long"})
+}
+
+func declareDelivery(f *envFlags, c *node.Config) {
+	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10*time.Second, doc{group: groupDelivery,
+		short: "time to ack before a message is resent",
+		long:  "delivery lease (JetStream AckWait); keep it far above the slowest delivery-to-ack time you expect"})
+	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, doc{group: groupDelivery,
+		short: "sends before a non-acking client is closed",
+		long:  "delivery attempts before a non-acking client is abandoned (close 4000); JetStream's MaxDeliver is this + 1"})
+	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", 20, doc{group: groupDelivery,
+		short: "unacked messages before a close (4001)",
+		long:  "un-acked messages per connection before it is closed overloaded (4001)"})
+	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, doc{group: groupDelivery, unset: "none",
+		short: "spare new connections from --max-attempts",
+		long:  "spare a just-connected client from the attempts reaper for this long; counter-productive under load (BENCHMARKS.md)"})
+	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, doc{group: groupDelivery,
+		short: "auto: skip the stream on a lone node; off",
+		long:  "`auto`: while this node is provably alone (embedded NATS; no `--nats-listen` unless the database is the managed one; no other consumer reads the delivery stream), a message every local connection acked is deleted from the outbox without entering the stream. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
+	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, doc{group: groupDelivery,
+		short: "how long a message waits for local acks",
+		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off"})
+	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", 1, doc{group: groupDelivery,
+		short: "stream copies (3 on a NATS cluster)",
+		long:  "replicas of the delivery stream (3 on a NATS cluster)"})
+	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", 1<<30, doc{group: groupDelivery,
+		short: "stream size; PostgreSQL holds the rest",
+		long:  "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog"})
+	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", 26*time.Hour, doc{group: groupDelivery,
+		short: "oldest message the stream keeps (backstop)",
+		long:  "delivery stream MaxAge: a disk backstop only, and the floor of any chat's retention; keep it far below `--history-retention`"})
+	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", node.DefaultStreamDuplicates, doc{group: groupDelivery,
+		short: "a resent message within it is dropped",
+		long:  "the delivery stream's duplicate window (`Nats-Msg-Id`): a relay's republish within it is dropped. The server keeps every message id stored within it in memory, so a longer window costs memory (BENCHMARKS.md, \"What is slow or costly\")"})
+	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5*time.Second, doc{group: groupDelivery,
+		short: "how often delivered messages are purged",
+		long:  "how often the reclaim pass purges the delivery stream below the lowest sequence anyone may still need: every node consumer's acked prefix and every connection's pins (the Tetris floor, `pkg/reclaim`)"})
+	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", time.Second, doc{group: groupDelivery,
+		short: "how often the node checks its consumer",
+		long:  "how often the node checks that its JetStream consumer exists (recreated if gone)"})
+}
+
+func declareWebhooks(f *envFlags, s *settings) {
+	c := &s.node
+	f.Repeated(&s.webhookURLs, "webhook", "CHATD_WEBHOOK", doc{group: groupWebhooks, unset: "none",
+		short: "POST every event here; repeatable",
+		long:  "POST every event (message, edit, delete, reaction) to this URL, signed as Standard Webhooks says; repeat for more endpoints (the variable: comma-separated). Per-endpoint secrets and event filters: the config file's `webhooks` list (docs/integrations.md). Turns settling off"})
+	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", doc{group: groupWebhooks, unset: "none",
+		short: "whsec_ signing key; set by env",
+		long:  "`whsec_` and the base64 of the key that signs webhook requests (`whsec_$(openssl rand -base64 32)`); set it in the environment: a flag is visible in the process list"})
+	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, doc{group: groupWebhooks,
+		short: "posts of an event before it is set aside",
+		long:  "posts of one event before it is set aside as a dead letter (`GET /api/admin/webhooks/failed`); the backoff doubles from 1 s to 1 min between them"})
+	f.Duration(&c.Webhook.Timeout, "webhook-timeout", "CHATD_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, doc{group: groupWebhooks,
+		short: "longest a webhook post may take",
+		long:  "how long one webhook post may take before it counts as failed"})
+	f.Int(&c.Webhook.Workers, "webhook-workers", "CHATD_WEBHOOK_WORKERS", webhook.DefaultWorkers, doc{group: groupWebhooks,
+		short: "chats posted to each endpoint at once",
+		long:  "chats posted to each endpoint at once; each chat's events stay in order"})
+}
+
+func declareCluster(f *envFlags, c *node.Config) {
+	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", doc{group: groupCluster, unset: "random",
+		short: "this node's name",
+		long:  "this node's name (its JetStream consumer is `push-<id>`); empty generates one in the data dir"})
+	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5*time.Second, doc{group: groupCluster,
+		short: "give up relaying after failing this",
+		long:  "give the relay (its lock) up to another node after publishing to NATS has failed this long"})
+	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", node.DefaultPresenceTTL, doc{group: groupCluster,
+		short: "dead node's users offline after this",
+		long:  "a node's presence heartbeat expires this long after its last refresh: a dead node's users go offline within it (plus a tick)"})
+	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", node.DefaultPresenceRefresh, doc{group: groupCluster,
+		short: "presence renewal; under half the TTL",
+		long:  "how often a node rewrites its presence heartbeat; it must be under half of `--presence-ttl`"})
+	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience, doc{group: groupCluster,
+		short: "largest chat told who is online",
+		long:  "the largest chat whose members hear of a member going online or offline"})
+}
+
+func declareObservability(f *envFlags, s *settings) {
+	f.String(&s.logLevel, "log-level", "CHATD_LOG_LEVEL", "info", doc{group: groupObservability,
+		short: "debug, info, warn or error"})
+	f.Bool(&s.logJSON, "log-json", "CHATD_LOG_JSON", false, doc{group: groupObservability,
+		short: "log JSON instead of text"})
+	f.String(&s.node.DebugListen, "debug-listen", "CHATD_DEBUG_LISTEN", "", doc{group: groupObservability, unset: "off",
+		short: "serve Go's profiler here; keep it private",
+		long:  "serve Go's profiler (`/debug/pprof/`, without `cmdline`) on this address, e.g. `127.0.0.1:6060`; keep it private"})
 }
 
 // finishSettings completes s after fs.Parse: the flags are set, their

@@ -32,11 +32,13 @@ func applyConfigFile(fs *flag.FlagSet, f *envFlags, path string) error {
 		if key == webhooksKey {
 			continue // not a flag: webhooksFromFile reads it
 		}
-		if fs.Lookup(key) == nil || key == "config" {
+		if !f.declared(key) || key == "config" {
 			errs = append(errs, fmt.Errorf("--config %s: unknown setting %q (keys are flag names without --)", path, key))
 			continue
 		}
-		if onCommandLine[key] {
+		// A setting this command does not take (`chatd token` reading
+		// the server's file) is left alone.
+		if fs.Lookup(key) == nil || onCommandLine[key] {
 			continue
 		}
 		if env, ok := f.envOf[key]; ok {

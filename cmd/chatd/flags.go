@@ -18,34 +18,58 @@ type envFlags struct {
 	// envOf names each flag's environment variable, so a config file
 	// (configfile.go) knows which settings the environment already gave.
 	envOf map[string]string
+	// specs are every declared flag in declaration order, also those fs
+	// leaves out (see only): --help, the docs' tables and the config file
+	// read them.
+	specs []flagSpec
+	// only, when not nil, names the flags fs takes: `chatd token` declares
+	// every setting (so its config file may be the server's) but takes only
+	// the few that decide the secret. A flag left out keeps its default.
+	only map[string]bool
 }
 
-func (e *envFlags) track(name, env string) {
+// declare records a flag and reports whether fs takes it.
+func (e *envFlags) declare(name, env string, def any, d doc) bool {
 	if e.envOf == nil {
 		e.envOf = map[string]string{}
 	}
 	e.envOf[name] = env
+	e.specs = append(e.specs, flagSpec{name: name, env: env, def: def, doc: d})
+	return e.only == nil || e.only[name]
 }
 
+// declared reports whether name is any flag declared, taken by fs or not.
+func (e *envFlags) declared(name string) bool {
+	_, ok := e.envOf[name]
+	return ok
+}
+
+// env is the environment variable's value; a flag without one ("") and
+// an empty value both count as unset.
 func (e *envFlags) env(name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
 	v, ok := os.LookupEnv(name)
 	return v, ok && v != ""
 }
 
-func (e *envFlags) usage(usage, env string) string {
-	return fmt.Sprintf("%s (env %s)", usage, env)
-}
-
-func (e *envFlags) String(p *string, name, env, def, usage string) {
-	e.track(name, env)
+func (e *envFlags) String(p *string, name, env, def string, d doc) {
+	if !e.declare(name, env, def, d) {
+		*p = def
+		return
+	}
 	if v, ok := e.env(env); ok {
 		def = v
 	}
-	e.fs.StringVar(p, name, def, e.usage(usage, env))
+	e.fs.StringVar(p, name, def, d.short)
 }
 
-func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
-	e.track(name, env)
+func (e *envFlags) Int(p *int, name, env string, def int, d doc) {
+	if !e.declare(name, env, def, d) {
+		*p = def
+		return
+	}
 	if v, ok := e.env(env); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -54,11 +78,14 @@ func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
 			def = n
 		}
 	}
-	e.fs.IntVar(p, name, def, e.usage(usage, env))
+	e.fs.IntVar(p, name, def, d.short)
 }
 
-func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
-	e.track(name, env)
+func (e *envFlags) Int64(p *int64, name, env string, def int64, d doc) {
+	if !e.declare(name, env, def, d) {
+		*p = def
+		return
+	}
 	if v, ok := e.env(env); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -67,11 +94,14 @@ func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
 			def = n
 		}
 	}
-	e.fs.Int64Var(p, name, def, e.usage(usage, env))
+	e.fs.Int64Var(p, name, def, d.short)
 }
 
-func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
-	e.track(name, env)
+func (e *envFlags) Bool(p *bool, name, env string, def bool, d doc) {
+	if !e.declare(name, env, def, d) {
+		*p = def
+		return
+	}
 	if v, ok := e.env(env); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -80,31 +110,35 @@ func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
 			def = b
 		}
 	}
-	e.fs.BoolVar(p, name, def, e.usage(usage, env))
+	e.fs.BoolVar(p, name, def, d.short)
 }
 
-func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
-	e.track(name, env)
+func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, d doc) {
+	if !e.declare(name, env, def, d) {
+		*p = def
+		return
+	}
 	if v, ok := e.env(env); ok {
-		d, err := time.ParseDuration(v)
+		dur, err := time.ParseDuration(v)
 		if err != nil {
 			e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration like 10s", env, v))
 		} else {
-			def = d
+			def = dur
 		}
 	}
-	e.fs.DurationVar(p, name, def, e.usage(usage, env))
+	e.fs.DurationVar(p, name, def, d.short)
 }
 
-// List registers a comma-separated list flag.
-func (e *envFlags) List(p *[]string, name, env, usage string) {
-	e.track(name, env)
-	def := ""
-	if v, ok := e.env(env); ok {
-		def = v
+// List registers a comma-separated list flag; its default is empty.
+func (e *envFlags) List(p *[]string, name, env string, d doc) {
+	*p = nil
+	if !e.declare(name, env, []string(nil), d) {
+		return
 	}
-	*p = splitList(def)
-	e.fs.Func(name, e.usage(usage+" (comma-separated)", env), func(s string) error {
+	if v, ok := e.env(env); ok {
+		*p = splitList(v)
+	}
+	e.fs.Func(name, d.short, func(s string) error {
 		*p = splitList(s)
 		return nil
 	})
@@ -113,13 +147,16 @@ func (e *envFlags) List(p *[]string, name, env, usage string) {
 // Repeated registers a flag that may be given more than once, each adding
 // to the list; its environment variable is a comma-separated list. The
 // command line replaces the environment's list rather than adding to it.
-func (e *envFlags) Repeated(p *[]string, name, env, usage string) {
-	e.track(name, env)
+func (e *envFlags) Repeated(p *[]string, name, env string, d doc) {
+	*p = nil
+	if !e.declare(name, env, []string(nil), d) {
+		return
+	}
 	if v, ok := e.env(env); ok {
 		*p = splitList(v)
 	}
 	fromEnv := true
-	e.fs.Func(name, fmt.Sprintf("%s (env %s, comma-separated)", usage, env), func(s string) error {
+	e.fs.Func(name, d.short, func(s string) error {
 		if fromEnv {
 			*p, fromEnv = nil, false
 		}

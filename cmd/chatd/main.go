@@ -86,12 +86,18 @@ func run(args []string) error {
 	}
 	var s settings
 	fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  chatd [flags]                 serve\n  chatd token USER [--device D] [--ttl 24h] [flags]   print a token\n  chatd help [token]            this help, or the token command's\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	f := registerFlags(fs, &s)
-	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage:
+  chatd [flags]             serve
+  chatd token USER [flags]  print a token for USER (chatd token --help)
+  chatd help [token]        this help, or the token command's
+
+Each flag has an environment variable beside it; a flag beats its variable,
+which beats the --config file. More on each: docs/architecture.md, "Defaults".
+`)
+		printFlags(fs.Output(), fs, f.specs)
+	}
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -109,7 +115,7 @@ func run(args []string) error {
 		fs.Usage()
 		return nil
 	}
-	if *version {
+	if s.version {
 		fmt.Fprintln(stdout(), node.ReadBuildInfo())
 		return nil
 	}
@@ -191,9 +197,16 @@ func runToken(args []string) error {
 	var device string
 	var ttl time.Duration
 	fs := flag.NewFlagSet("chatd token", flag.ContinueOnError)
-	f := registerFlags(fs, &s)
-	fs.StringVar(&device, "device", chatd.DefaultDevice, "device id (the token's dev claim)")
-	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime")
+	f := registerTokenFlags(fs, &s, &device, &ttl)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage:
+  chatd token USER [flags]  print a token for USER, signed with the secret chatd uses
+
+USER is 1-64 of A-Z a-z 0-9 _ -. The settings below decide the secret, as they do
+for the server; each has its environment variable beside it.
+`)
+		printFlags(fs.Output(), fs, f.specs)
+	}
 	user, rest := "", args
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		user, rest = args[0], args[1:]
