@@ -80,7 +80,7 @@ func helpGroups(text string) map[string][]string {
 	return groups
 }
 
-// The groups issue 32 asks for, after General (--config, --version), in the
+// The groups a newcomer looks for, after General (--config, --version), in the order --help lists them.
 // order --help lists them.
 var wantHelpGroups = []string{"General", "Listening", "Storage", "NATS", "Identity", "Limits", "Delivery", "Webhooks", "Cluster", "Observability"}
 
