@@ -80,8 +80,8 @@ func helpGroups(text string) map[string][]string {
 	return groups
 }
 
-// The groups a newcomer looks for, after General (--config, --version), in the order --help lists them.
-// order --help lists them.
+// The groups a newcomer looks for, after General (--config, --version), in
+// the order --help lists them.
 var wantHelpGroups = []string{"General", "Listening", "Storage", "NATS", "Identity", "Limits", "Delivery", "Webhooks", "Cluster", "Observability"}
 
 // Every flag of `chatd` is listed exactly once, under one of the groups.
