@@ -200,9 +200,9 @@ func declareIdentity(f *envFlags, c *node.Config) {
 }
 
 func declareLimits(f *envFlags, c *node.Config) {
-	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", api.DefaultMaxConnections, doc{group: groupLimits,
+	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", 0, doc{group: groupLimits, unset: "auto",
 		short: "open connections; more get 503",
-		long:  "open HTTP and WebSocket connections; one more is answered 503 and closed (keep it below the open-file limit)"})
+		long:  "open HTTP and WebSocket connections; one more is answered 503 and closed. 0: the open-file limit less 1,024 descriptors kept for PostgreSQL, NATS and files. At start chatd raises its soft open-file limit to the hard one and logs it"})
 	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
 		short: "request line plus headers; more get 431",
 		long:  "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)"})
