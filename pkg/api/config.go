@@ -117,6 +117,11 @@ type Config struct {
 	// overloaded, or typing dropped for the budget), all within AbuseWindow,
 	// close the connection with 4008. Zero means 50 and 10 s.
 	AbuseRejects int
+	// AbuseWait is how long a user whose connection was closed for abuse
+	// (4008, 4400) waits before the next upgrade (429 until then); it
+	// doubles with each such close while the last is recent, up to a minute
+	// (ws_penalty.go). Zero: 1 s; negative: no wait.
+	AbuseWait time.Duration
 	AbuseWindow  time.Duration
 	// ReadTimeout bounds reading one plain HTTP request, header and body:
 	// from accept for a connection's first request, from the first byte for
@@ -207,6 +212,9 @@ func (c *Config) setDefaults() error {
 	setInt(&c.RESTRatePerSecond, 20)
 	setInt(&c.RESTBurst, 40)
 	setInt(&c.AbuseRejects, 50)
+	if c.AbuseWait == 0 {
+		c.AbuseWait = time.Second
+	}
 	setDur(&c.AbuseWindow, 10*time.Second)
 	setDur(&c.ShutdownTimeout, 10*time.Second)
 	setDur(&c.ReadTimeout, DefaultReadTimeout)

@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
@@ -30,6 +32,10 @@ type gateway struct {
 	// data frames (ws_write.go).
 	frameBuffers sync.Pool
 
+	// penalties keeps users out for a while after an abuse close
+	// (ws_penalty.go).
+	penalties penaltyBox
+
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	byUser   map[string]map[*session]struct{}
@@ -39,11 +45,12 @@ type gateway struct {
 
 func newGateway(s *Server) *gateway {
 	return &gateway{
-		cfg:      &s.cfg,
-		srv:      s,
-		metrics:  s.metrics,
-		sessions: make(map[*session]struct{}),
-		byUser:   make(map[string]map[*session]struct{}),
+		cfg:       &s.cfg,
+		srv:       s,
+		metrics:   s.metrics,
+		sessions:  make(map[*session]struct{}),
+		byUser:    make(map[string]map[*session]struct{}),
+		penalties: penaltyBox{first: s.cfg.AbuseWait},
 	}
 }
 
@@ -120,6 +127,11 @@ func (g *gateway) upgrade() fiber.Handler {
 	}
 	return func(c *fiber.Ctx) error {
 		id, _ := c.Locals(identityKey).(Identity)
+		if wait := g.penalties.waitFor(id.User, g.cfg.Now()); wait > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+			return writeError(c, fiber.StatusTooManyRequests, wire.CodeRateLimited,
+				"this user's last connection was closed for refused or invalid frames; reconnect after Retry-After")
+		}
 		if err := up.Upgrade(c.Context(), func(conn *websocket.Conn) { g.serve(conn, id) }); err != nil {
 			return fiber.ErrUpgradeRequired
 		}

@@ -203,7 +203,7 @@ func TestWSAckIDsCapped(t *testing.T) {
 // a client that keeps sending what is refused is closed 4008, and one
 // frame carried out (here an accepted send) ends the streak.
 func TestWSRepeatedRejectionsClose4008(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.AbuseRejects = 3 })
+	e := mustEnv(t, func(c *api.Config) { c.AbuseRejects = 3; c.AbuseWait = -1 })
 	mine := e.mustGroup(t, "alice")
 	other := e.mustGroup(t, "carol")
 	tests := []struct {

@@ -153,6 +153,9 @@ func (s *session) closeWith(code wire.CloseCode, reason string) bool {
 			label = strconv.Itoa(int(code))
 		}
 		s.g.metrics.closes.WithLabelValues(label).Inc()
+		if code == wire.CloseRate || code == wire.CloseProtocol {
+			s.g.penalties.punish(s.id.User, s.g.cfg.Now())
+		}
 		close(s.stop)
 		// Inside the Once: a concurrent closeWith returns only after the
 		// writer that sends the close frame is counted.

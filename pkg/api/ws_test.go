@@ -180,7 +180,7 @@ func TestWSRejections(t *testing.T) {
 }
 
 func TestWSProtocolViolationsClose4400(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxFrameBytes = 512 })
+	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxFrameBytes = 512; c.AbuseWait = -1 })
 	chat := e.mustGroup(t, "alice")
 	tests := []struct {
 		name string

@@ -76,6 +76,13 @@ func (l *typingLimiter) sent(chat string) {
 func (s *session) onTyping(f wire.ClientFrame) {
 	switch s.typing.allow(f.Chat, s.g.cfg.Now()) {
 	case typingRecent:
+		// A repeat is dropped, but still read and parsed: it costs a unit,
+		// as a ping does, so a client repeating typing as fast as it can
+		// runs out of budget and is closed like any other flood.
+		if !s.limits.allow(time.Now(), 1) {
+			s.typingLimited()
+			return
+		}
 		s.g.metrics.framesIn.inc("typing_dropped")
 		return
 	case typingFull:
