@@ -121,8 +121,8 @@ type Config struct {
 	// (4008, 4400) waits before the next upgrade (429 until then); it
 	// doubles with each such close while the last is recent, up to a minute
 	// (ws_penalty.go). Zero: 1 s; negative: no wait.
-	AbuseWait time.Duration
-	AbuseWindow  time.Duration
+	AbuseWait   time.Duration
+	AbuseWindow time.Duration
 	// ReadTimeout bounds reading one plain HTTP request, header and body:
 	// from accept for a connection's first request, from the first byte for
 	// a keep-alive connection's next one. A client that sends nothing or
