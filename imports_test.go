@@ -53,6 +53,9 @@ var allowedImports = map[string][]string{
 	// The browser files (demo app, JavaScript SDK) embedded for pkg/api to serve.
 	"web": {},
 
+	// Real nodes for tests: below pkg/node, as httptest is below net/http.
+	"pkg/node/nodetest": {"", "embedded", "pkg/node"},
+
 	// Deployment artefacts; only its tests have code, and they may import anything.
 	"deploy": {},
 }

@@ -19,7 +19,7 @@ var testFixedPorts = []struct {
 	only func(path string) bool
 }{
 	{regexp.MustCompile(`\bnode\.(Start|New)\(|(^|[^.\w])Start\(ctx|(^|[^.\w])Start\(context\.`),
-		"starts a node outside internal/testnode, whose Run and Start pick a free port", isGo},
+		"starts a node outside pkg/node/nodetest, whose Run and Start pick a free port", isGo},
 	{regexp.MustCompile(`(Listen|Addr)\s*[:=]\s*"[^"]*:[1-9][0-9]*"`), "a listen address with a fixed port", isGo},
 	{regexp.MustCompile(`\bnet\.Listen\("tcp[46]?", "[^"]*:[1-9][0-9]*"`), "listens on a fixed port", isGo},
 	{regexp.MustCompile(`"--(listen|nats-listen|debug-listen)",\s*"[^"]*:[1-9][0-9]*"`), "passes a fixed port to chatd", isGo},
@@ -54,7 +54,7 @@ func testSources(t *testing.T) []string {
 // (or anything else) holds chatd's default address or any other port.
 func TestTestsUseNoFixedPort(t *testing.T) {
 	for _, name := range testSources(t) {
-		if filepath.Dir(name) == "internal/testnode" {
+		if filepath.Dir(name) == "pkg/node/nodetest" {
 			continue // the harness itself, which fills in 127.0.0.1:0
 		}
 		b, err := os.ReadFile(name)

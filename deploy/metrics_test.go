@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 )
@@ -237,8 +237,8 @@ var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	const secret = "deploy-metrics-test-secret"
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
-	n := testnode.Run(t, node.Config{
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
+	n := nodetest.Run(t, node.Config{
 		DatabaseURL: testpg.NewDatabase(t), NATSURL: ns.ClientURL(),
 		JWTSecret: secret, NodeID: "deploy-1",
 	})
@@ -255,7 +255,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 
 	sendOne(t, n.URL(), secret)
-	if got := testnode.Metric(t, n.Node, "chatd_ingest_accepted_total"); got < 1 {
+	if got := nodetest.Metric(t, n.Node, "chatd_ingest_accepted_total"); got < 1 {
 		t.Fatalf("chatd_ingest_accepted_total = %v after a send, want >= 1", got)
 	}
 	for _, name := range scrape(t, n.URL()+"/metrics") {

@@ -20,11 +20,11 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/chatd/chatd/pkg/stream"
 )
 
@@ -46,11 +46,11 @@ func testLogger() *slog.Logger {
 // node needs a URL), stopped when the test ends.
 func mustNATS(t *testing.T, storeDir, listen string) *embedded.NATS {
 	t.Helper()
-	return testnode.NATS(t, storeDir, listen)
+	return nodetest.NATS(t, storeDir, listen)
 }
 
 // runningNode is a node whose Run the test owns, with the test's probes.
-type runningNode struct{ *testnode.Node }
+type runningNode struct{ *nodetest.Node }
 
 // nodeConfig is a node on the external dsn and NATS url, sharing the test
 // secret, with base's tuning.
@@ -67,7 +67,7 @@ func nodeConfig(dsn, natsURL, id string, base node.Config) node.Config {
 // mustRunNode starts a node and runs it until stop or the end of the test.
 func mustRunNode(t *testing.T, cfg node.Config) *runningNode {
 	t.Helper()
-	return &runningNode{testnode.Run(t, cfg)}
+	return &runningNode{nodetest.Run(t, cfg)}
 }
 
 // stop cancels the node and waits for its orderly shutdown; it is safe to
@@ -120,7 +120,7 @@ func (rn *runningNode) streamState(t *testing.T) (msgs, lastSeq uint64) {
 // metric adds up every series of the named metric in the node's registry.
 func (rn *runningNode) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	return testnode.Metric(t, rn.Node.Node, name)
+	return nodetest.Metric(t, rn.Node.Node, name)
 }
 
 // eventually polls cond every 20 ms until it holds or within passes.

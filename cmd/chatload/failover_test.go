@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 func TestFallbackURLs(t *testing.T) {
@@ -54,15 +54,15 @@ func TestNodeStoppedClientsMove(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	base := node.Config{NATSURL: ns.ClientURL(), JWTSecret: secret, AdminUsers: []string{"chatload-admin"}, Logger: quiet}
 	cfg1 := base
 	cfg1.NodeID, cfg1.DataDir = "n1", filepath.Join(dir, "n1")
-	n1 := testnode.Run(t, cfg1)
+	n1 := nodetest.Run(t, cfg1)
 	cfg2 := base
 	cfg2.NodeID, cfg2.DatabaseURL = "n2", n1.Postgres().DSN("chatd")
-	n2 := testnode.Run(t, cfg2)
+	n2 := nodetest.Run(t, cfg2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
@@ -31,8 +31,8 @@ func token(t *testing.T, user string) string {
 // The bot answers what it has not answered, once, across a restart: what
 // came while it was down is answered when it is back, and nothing before.
 func TestBotResumesWithoutReplayingHistory(t *testing.T) {
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
-	n := testnode.Run(t, node.Config{DatabaseURL: testpg.NewDatabase(t), NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "n1"}).Node
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
+	n := nodetest.Run(t, node.Config{DatabaseURL: testpg.NewDatabase(t), NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "n1"}).Node
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	alice, err := client.New(client.Config{URL: n.URL(), Token: token(t, "alice")})

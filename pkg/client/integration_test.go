@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 // The integration tests run the client against a real in-process chatd node
@@ -31,12 +31,12 @@ const testSecret = "client-integration-secret"
 // it until the test ends, and returns it.
 func mustNode(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	cfg.DatabaseURL = testpg.NewDatabase(t)
 	cfg.NATSURL = ns.ClientURL()
 	cfg.JWTSecret = testSecret
 	cfg.NodeID = "n1"
-	return testnode.Run(t, cfg).Node
+	return nodetest.Run(t, cfg).Node
 }
 
 // collector runs a client and records the messages it hands out.
@@ -386,7 +386,7 @@ func TestIntegrationStalledReaderRecovers(t *testing.T) {
 // metricSum adds up every series of the named metric in n's registry.
 func metricSum(t *testing.T, n *node.Node, name string) float64 {
 	t.Helper()
-	return testnode.Metric(t, n, name)
+	return nodetest.Metric(t, n, name)
 }
 
 func testLogger() *slog.Logger {

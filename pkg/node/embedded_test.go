@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
@@ -32,7 +32,7 @@ func mustTempDir(t *testing.T, perm os.FileMode) string {
 }
 
 // mustReady waits up to 10 s for the node's /readyz to answer 200.
-func mustReady(t *testing.T, n *testnode.Node) {
+func mustReady(t *testing.T, n *nodetest.Node) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -56,7 +56,7 @@ func mustReady(t *testing.T, n *testnode.Node) {
 // has the duplicate window it was configured with (--stream-duplicates).
 func TestEmbeddedNATSListenerNeedsTheDataDirNkey(t *testing.T) {
 	dataDir := filepath.Join(mustTempDir(t, 0o755), "data")
-	n := testnode.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0", StreamDuplicates: 45 * time.Second})
+	n := nodetest.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0", StreamDuplicates: 45 * time.Second})
 	mustReady(t, n)
 	url := n.NATS().ClientURL()
 
@@ -97,7 +97,7 @@ func TestEmbeddedNodeAsRootInA0700Home(t *testing.T) {
 		t.Skip("only root runs PostgreSQL as another user (postgres); as any other user the server reaches its own data dir")
 	}
 	dataDir := filepath.Join(mustTempDir(t, 0o700), "clone", "data")
-	n := testnode.Run(t, node.Config{DataDir: dataDir})
+	n := nodetest.Run(t, node.Config{DataDir: dataDir})
 	mustReady(t, n)
 	pgDir := n.Postgres().Dir()
 	t.Cleanup(func() {
@@ -113,7 +113,7 @@ func TestEmbeddedNodeAsRootInA0700Home(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 
-	n = testnode.Run(t, node.Config{DataDir: dataDir})
+	n = nodetest.Run(t, node.Config{DataDir: dataDir})
 	mustReady(t, n)
 	if got := n.Postgres().Dir(); got != pgDir {
 		t.Fatalf("cluster dir after restart: got %s, want %s", got, pgDir)

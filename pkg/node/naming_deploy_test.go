@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 // Two deployments on one NATS account, told apart by --stream-name and
@@ -14,15 +14,15 @@ import (
 // happens in one (a message, typing, a user coming online) reaches its own
 // members and nothing of the other.
 func TestTwoDeploymentsShareOneNATS(t *testing.T) {
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
-	a := testnode.Run(t, externalConfig(t, ns.ClientURL(), "n1"))
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
+	a := nodetest.Run(t, externalConfig(t, ns.ClientURL(), "n1"))
 	bcfg := externalConfig(t, ns.ClientURL(), "n1")
 	bcfg.StreamName, bcfg.SubjectPrefix = "ACME_OUTBOX", "acme.chat"
-	b := testnode.Run(t, bcfg)
+	b := nodetest.Run(t, bcfg)
 
 	chatA := mustDirect(t, a.URL(), "alice", "bob")
 	mustDirect(t, b.URL(), "alice", "bob")
-	wsURL := func(n *testnode.Node) string { return "ws" + strings.TrimPrefix(n.URL(), "http") + "/ws" }
+	wsURL := func(n *nodetest.Node) string { return "ws" + strings.TrimPrefix(n.URL(), "http") + "/ws" }
 	bobB := mustWS(t, nil, wsURL(b), "bob")
 	bobA := mustWS(t, nil, wsURL(a), "bob")
 	aliceA := mustWS(t, nil, wsURL(a), "alice")
@@ -36,7 +36,7 @@ func TestTwoDeploymentsShareOneNATS(t *testing.T) {
 	aliceA.send(map[string]any{"type": "typing", "chat": chatA})
 	bobA.waitFor(5*time.Second, "alice's typing", func(f map[string]any) bool { return f["type"] == "typing" && f["user"] == "alice" })
 	deadline := time.Now().Add(5 * time.Second)
-	for testnode.Metric(t, a.Node, "chatd_relay_published_total") < 1 {
+	for nodetest.Metric(t, a.Node, "chatd_relay_published_total") < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("deployment A's relay published nothing within 5 s")
 		}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
@@ -173,7 +173,7 @@ func TestExternalNATSAuth(t *testing.T) {
 			for _, w := range tc.wrong {
 				bad := externalConfig(t, url, "bad")
 				bad.NATS = w.opts
-				if _, err := testnode.Start(t, bad); err == nil {
+				if _, err := nodetest.Start(t, bad); err == nil {
 					t.Fatalf("node with wrong credentials %+v started, want an error", w.opts)
 				} else if t.Logf("wrong credentials: %v", err); !strings.Contains(err.Error(), w.flag) {
 					t.Fatalf("wrong credentials: got %q, want it to name %s", err, w.flag)
@@ -182,7 +182,7 @@ func TestExternalNATSAuth(t *testing.T) {
 
 			cfg := externalConfig(t, url, "n1")
 			cfg.NATS = tc.right
-			n := testnode.Run(t, cfg)
+			n := nodetest.Run(t, cfg)
 			assertDelivery(t, n)
 			if got := natsConnNames(t, srv); !strings.Contains(got, "chatd-n1") {
 				t.Fatalf("connections on the server: %q, want one named chatd-n1", got)
@@ -194,7 +194,7 @@ func TestExternalNATSAuth(t *testing.T) {
 // assertDelivery sends a message and a typing signal from alice to bob on n
 // and checks both arrive, and that the relay published the message to the
 // stream (so it went through NATS, not only the local fast path).
-func assertDelivery(t *testing.T, n *testnode.Node) {
+func assertDelivery(t *testing.T, n *nodetest.Node) {
 	t.Helper()
 	chat := mustDirect(t, n.URL(), "alice", "bob")
 	bob := mustWS(t, nil, "ws"+strings.TrimPrefix(n.URL(), "http")+"/ws", "bob")
@@ -204,7 +204,7 @@ func assertDelivery(t *testing.T, n *testnode.Node) {
 	alice.send(map[string]any{"type": "typing", "chat": chat})
 	bob.waitFor(5*time.Second, "typing from alice", func(f map[string]any) bool { return f["type"] == "typing" && f["user"] == "alice" })
 	deadline := time.Now().Add(5 * time.Second)
-	for testnode.Metric(t, n.Node, "chatd_relay_published_total") < 1 {
+	for nodetest.Metric(t, n.Node, "chatd_relay_published_total") < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the relay published nothing to the stream within 5 s")
 		}

@@ -3,8 +3,8 @@ package node_test
 import (
 	"testing"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 // A Start that fails after it began acquiring things returns the error and
@@ -17,7 +17,7 @@ func TestStartFailureReturnsAnError(t *testing.T) {
 		NATSURL:     "nats://127.0.0.1:1",
 		JWTSecret:   "secret", NodeID: "t",
 	}
-	n, err := testnode.Start(t, cfg)
+	n, err := nodetest.Start(t, cfg)
 	if err == nil || n != nil {
 		t.Fatalf("start against nothing: got %v, %v; want nil and an error", n, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testlog"
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 // readyPoller asks /readyz back to back, as an impatient load balancer
@@ -82,7 +82,7 @@ func startQuietly(t *testing.T, dataDir, run string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := testnode.Start(t, cfg)
+	n, err := nodetest.Start(t, cfg)
 	if err != nil {
 		t.Fatalf("%s: start: %v", run, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/fasthttp/websocket"
 )
 
@@ -31,9 +31,9 @@ func TestTLSListenerAndReload(t *testing.T) {
 	ca := mustCA(t, "chatd test CA")
 	dir := t.TempDir()
 	certA, keyA := ca.issue(t, "cert A")
-	cfg := externalConfig(t, testnode.NATS(t, t.TempDir(), "127.0.0.1:0").ClientURL(), "n1")
+	cfg := externalConfig(t, nodetest.NATS(t, t.TempDir(), "127.0.0.1:0").ClientURL(), "n1")
 	cfg.TLSCertFile, cfg.TLSKeyFile = writeFile(t, dir, "tls.crt", certA), writeFile(t, dir, "tls.key", keyA)
-	n := testnode.Run(t, cfg)
+	n := nodetest.Run(t, cfg)
 	if !strings.HasPrefix(n.URL(), "https://") {
 		t.Fatalf("URL %s, want https", n.URL())
 	}
@@ -86,11 +86,11 @@ func TestTLSListenerAndReload(t *testing.T) {
 
 // A plain-HTTP node has nothing to reload, and exports its build.
 func TestPlainNodeReloadAndBuildInfo(t *testing.T) {
-	n := testnode.Run(t, externalConfig(t, testnode.NATS(t, t.TempDir(), "127.0.0.1:0").ClientURL(), "n1"))
+	n := nodetest.Run(t, externalConfig(t, nodetest.NATS(t, t.TempDir(), "127.0.0.1:0").ClientURL(), "n1"))
 	if err := n.ReloadTLS(); !errors.Is(err, node.ErrNoTLS) {
 		t.Fatalf("got %v, want ErrNoTLS", err)
 	}
-	if got := testnode.Metric(t, n.Node, "chatd_build_info"); got != 1 {
+	if got := nodetest.Metric(t, n.Node, "chatd_build_info"); got != 1 {
 		t.Fatalf("chatd_build_info %v, want 1", got)
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 )
 
 // A node serves the demo and the SDK from its binary, and its development
 // login is off unless asked for.
 func TestNodeServesTheWebFilesAndNoDevLoginByDefault(t *testing.T) {
-	n := testnode.Run(t, node.Config{DataDir: filepath.Join(mustTempDir(t, 0o755), "data")})
+	n := nodetest.Run(t, node.Config{DataDir: filepath.Join(mustTempDir(t, 0o755), "data")})
 	for _, tt := range []struct{ path, ctype, body string }{
 		{"/", "text/html", "<script type=\"module\""},
 		{"/sdk/index.js", "text/javascript", "export"},

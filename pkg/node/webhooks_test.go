@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/internal/testnode"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/chatd/chatd/pkg/webhook"
 )
 
@@ -67,7 +67,7 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 			// the events the node gave back only once their ack wait ran out.
 			AckWait: time.Second},
 	}
-	n := testnode.Run(t, cfg)
+	n := nodetest.Run(t, cfg)
 	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 		postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
 	}
 	waitUntil(t, "failed attempts while the endpoint is down", func() bool {
-		return testnode.Metric(t, n.Node, "chatd_webhook_failed_attempts_total") >= 3
+		return nodetest.Metric(t, n.Node, "chatd_webhook_failed_attempts_total") >= 3
 	})
 	if err := n.Stop(t); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 	sink.up = true
 	sink.mu.Unlock()
 
-	n = testnode.Run(t, cfg)
+	n = nodetest.Run(t, cfg)
 	postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m3","body":"after"}`, nil)
 	waitUntil(t, "all four events", func() bool { return sink.count() == 4 })
 
@@ -148,11 +148,11 @@ func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
 		sink.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	ns := testnode.NATS(t, t.TempDir(), "127.0.0.1:0")
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	db := testpg.NewDatabase(t)
 	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}
-	a := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
-	b := testnode.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
+	a := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
+	b := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
 	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +165,9 @@ func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
 	}
 	waitUntil(t, "all ten events", func() bool { return sink.count() == 10 })
 	waitUntil(t, "the delivered metrics", func() bool {
-		return testnode.Metric(t, a.Node, "chatd_webhook_delivered_total")+testnode.Metric(t, b.Node, "chatd_webhook_delivered_total") == 10
+		return nodetest.Metric(t, a.Node, "chatd_webhook_delivered_total")+nodetest.Metric(t, b.Node, "chatd_webhook_delivered_total") == 10
 	})
-	da, db2 := testnode.Metric(t, a.Node, "chatd_webhook_delivered_total"), testnode.Metric(t, b.Node, "chatd_webhook_delivered_total")
+	da, db2 := nodetest.Metric(t, a.Node, "chatd_webhook_delivered_total"), nodetest.Metric(t, b.Node, "chatd_webhook_delivered_total")
 	if da*db2 != 0 {
 		t.Errorf("delivered by a, b: got %v, %v, want one node to deliver all", da, db2)
 	}

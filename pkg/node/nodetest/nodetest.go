@@ -1,7 +1,7 @@
-// Package testnode runs real chatd nodes in tests: node.Start, then Run on a
+// Package nodetest runs real chatd nodes in tests: node.Start, then Run on a
 // goroutine the test owns, stopped (in the node's own shutdown order) by Stop
 // or when the test ends. The end-to-end, client and load tests share it.
-package testnode
+package nodetest
 
 import (
 	"context"
