@@ -117,6 +117,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	s.warnLossyReplication(ctx)
 	return s, nil
 }
 
