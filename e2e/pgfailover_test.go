@@ -164,3 +164,107 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 	t.Logf("%d messages acked, 0 lost", total)
 	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
 }
+
+// With an asynchronous standby a failover can lose the last commits, which
+// the relay already published and a recipient already holds. The new
+// primary must not hand their seqs out again: the node raises every chat's
+// next seq past what it saw before it takes a send, so the loss is a gap
+// (history holds neither message) and never a second message under a seq
+// a client already has. A client that missed the lost seqs skips them
+// when history answers past them.
+func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
+	pair := testpgha.Start(t, testpgha.Config{Sync: false})
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	rn := mustRunNode(t, nodeConfig(pair.URL("chatd"), ns.ClientURL(), "n1", node.Config{}))
+	alice := mustPeer(t, rn.URL(), "alice", "", nil)
+	bob := mustPeer(t, rn.URL(), "bob", "", nil)
+	alice.waitConnected(t, 1)
+	bob.waitConnected(t, 1)
+	chat := alice.mustDirect(t, "bob")
+
+	kept := alice.sendN(t, chat, "kept", 10, 0)
+	// The standby has replayed them (event, not a sleep): they survive.
+	standby, err := pgx.Connect(context.Background(), pair.Standby.DSN("chatd"))
+	if err != nil {
+		t.Fatalf("connect to the standby: %v", err)
+	}
+	eventually(t, 10*time.Second, "standby replayed the first messages", func() bool {
+		var n int
+		err := standby.QueryRow(context.Background(), "SELECT count(*) FROM history WHERE chat_id = $1", chat).Scan(&n)
+		return err == nil && n == len(kept)
+	})
+	standby.Close(context.Background())
+
+	// Replication stops; the primary acks more, which bob receives live.
+	pair.Standby.Stop(t)
+	lost := alice.sendN(t, chat, "lost", 5, 0)
+	eventually(t, 10*time.Second, "bob received the messages the standby missed", func() bool {
+		return len(bob.log(chat)) == len(kept)+len(lost)
+	})
+	lastLost := lost[len(lost)-1].Seq
+
+	pair.Primary.Kill(t)
+	pair.Standby.Start(t)
+	pair.Standby.Promote(t)
+
+	var after []client.Accepted
+	for i := range 5 {
+		cid := fmt.Sprintf("after-%d", i)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			acc, err := alice.c.SendCID(ctx, chat, cid, cid)
+			cancel()
+			if err == nil {
+				after = append(after, acc)
+				break
+			}
+			var rej *client.RejectedError
+			if errors.As(err, &rej) && !rej.Temporary() {
+				t.Fatalf("send %s after the failover: %v", cid, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if after[0].Seq <= lastLost {
+		t.Errorf("first send after the failover got seq %d, want above %d (the last seq handed out before the loss)", after[0].Seq, lastLost)
+	}
+
+	// bob never holds two messages under one seq.
+	eventually(t, 10*time.Second, "bob received the messages after the failover", func() bool {
+		return len(bob.log(chat)) >= len(kept)+len(lost)+len(after)
+	})
+	bySeq := map[int64]string{}
+	for _, m := range bob.log(chat) {
+		if id, ok := bySeq[m.Seq]; ok && id != m.ID {
+			t.Errorf("seq %d reused: bob holds %s and %s", m.Seq, id, m.ID)
+		}
+		bySeq[m.Seq] = m.ID
+	}
+
+	// History on the new primary has the gap: the lost seqs are missing,
+	// not filled by other messages.
+	page, err := alice.c.History(context.Background(), chat, 0, 100)
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	var seqs []int64
+	for _, m := range page.Messages {
+		seqs = append(seqs, m.Seq)
+		if m.Seq > kept[len(kept)-1].Seq && m.Seq <= lastLost {
+			t.Errorf("history holds seq %d (%s) inside the lost range", m.Seq, m.ID)
+		}
+	}
+	t.Logf("lost seqs %d..%d; history now %v", lost[0].Seq, lastLost, seqs)
+
+	// A device that missed the lost messages skips them when history
+	// answers past them, and gets everything after.
+	tab := newClient(t, rn.URL(), "bob", "tab", nil)
+	tab.TrackFrom(chat, kept[len(kept)-1].Seq)
+	tp := runPeer(t, tab)
+	eventually(t, 10*time.Second, "the new device caught up from history", func() bool {
+		return len(tp.log(chat)) == len(after)
+	})
+	if got := tab.Stats().SkippedSeqs; got != int64(len(lost)) {
+		t.Errorf("new device skipped %d seqs, want %d", got, len(lost))
+	}
+}

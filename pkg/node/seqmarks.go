@@ -1,0 +1,73 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd/pkg/store"
+)
+
+// seqMarkKeep is how long a chat's mark outlives its last message. A
+// failover's lost commits are the last moments before the primary died;
+// the promotion may come much later (an operator decides), so the marks
+// must outlast any plausible wait for it.
+const seqMarkKeep = 6 * time.Hour
+
+// seqMarks remembers the highest seq per chat and the highest outbox id
+// this node has seen committed (its own commits) or delivered (every
+// node's, through its consumer). Clients may hold those messages; after a
+// failover to a standby that missed them, the store raises its counters
+// past these marks so that no seq or outbox id is handed out twice
+// (store.HighWater). Safe for concurrent use.
+type seqMarks struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	chats  map[string]seqMark
+	outbox int64
+	pruned time.Time
+}
+
+type seqMark struct {
+	seq int64
+	at  time.Time
+}
+
+func newSeqMarks(now func() time.Time) *seqMarks {
+	return &seqMarks{now: now, chats: map[string]seqMark{}, pruned: now()}
+}
+
+// note records that chat's message seq went out with outbox id outboxID.
+func (m *seqMarks) note(chat string, seq, outboxID int64) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.chats[chat]; !ok || seq >= cur.seq {
+		m.chats[chat] = seqMark{seq: seq, at: now}
+	}
+	m.outbox = max(m.outbox, outboxID)
+	if now.Sub(m.pruned) > time.Minute {
+		m.pruneLocked(now)
+	}
+}
+
+func (m *seqMarks) pruneLocked(now time.Time) {
+	for chat, mk := range m.chats {
+		if now.Sub(mk.at) > seqMarkKeep {
+			delete(m.chats, chat)
+		}
+	}
+	m.pruned = now
+}
+
+// highWater is the store's HighWater hook: a copy of the marks.
+func (m *seqMarks) highWater(context.Context) (store.HighWater, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	hw := store.HighWater{Seqs: make(map[string]int64, len(m.chats)), OutboxID: m.outbox}
+	for chat, mk := range m.chats {
+		hw.Seqs[chat] = mk.seq
+	}
+	return hw, nil
+}
