@@ -152,7 +152,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 	}
 	st, err := store.Open(ctx, dsn, store.Config{
 		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
-		NodeID: n.nodeID, HighWater: n.marks.highWater,
+		NodeID: n.nodeID, HighWater: n.highWater,
 		// While this node's relay leads, onCommit hands it every commit
 		// and wakes it; only another node's relay needs the notification.
 		Notify: func() bool { return n.Relay == nil || !n.Relay.Active() },

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
 )
 
 // seqMarkKeep is how long a chat's mark outlives its last message. A
@@ -13,6 +14,10 @@ import (
 // the promotion may come much later (an operator decides), so the marks
 // must outlast any plausible wait for it.
 const seqMarkKeep = 6 * time.Hour
+
+// highWaterScan bounds the read of the delivery stream after a failover;
+// sends wait for it.
+const highWaterScan = 10 * time.Second
 
 // seqMarks remembers the highest seq per chat and the highest outbox id
 // this node has seen committed (its own commits) or delivered (every
@@ -61,13 +66,39 @@ func (m *seqMarks) pruneLocked(now time.Time) {
 	m.pruned = now
 }
 
-// highWater is the store's HighWater hook: a copy of the marks.
-func (m *seqMarks) highWater(context.Context) (store.HighWater, error) {
+// snapshot is a copy of the marks.
+func (m *seqMarks) snapshot() store.HighWater {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	hw := store.HighWater{Seqs: make(map[string]int64, len(m.chats)), OutboxID: m.outbox}
 	for chat, mk := range m.chats {
 		hw.Seqs[chat] = mk.seq
 	}
+	return hw
+}
+
+// highWater is the store's HighWater hook: the node's marks and what the
+// delivery stream holds (other nodes' commits this node has not taken from
+// its consumer yet). Without the stream (NATS down too) the marks alone
+// are used rather than refusing sends until NATS is back.
+func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
+	hw := n.marks.snapshot()
+	if n.js == nil {
+		return hw, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, highWaterScan)
+	defer cancel()
+	name := n.cfg.StreamName
+	if name == "" {
+		name = stream.DefaultName
+	}
+	fromStream, err := stream.HighWater(sctx, n.js, name)
+	if err != nil {
+		n.log.Warn("PostgreSQL failover: cannot read the delivery stream's seqs; using this node's own marks", "err", err)
+	}
+	for chat, seq := range fromStream.Seqs {
+		hw.Seqs[chat] = max(hw.Seqs[chat], seq)
+	}
+	hw.OutboxID = max(hw.OutboxID, fromStream.OutboxID)
 	return hw, nil
 }
