@@ -29,11 +29,15 @@ type failoverSender struct {
 	other    map[string]int    // errors that are not a rejected frame
 }
 
+// run sends until ctx ends. ctx is checked only between messages: a send
+// under way is resent until accepted, so every message the recipient gets
+// is one the sender saw accepted.
 func (s *failoverSender) run(ctx context.Context) {
+	deadline := time.Now().Add(time.Minute)
 	for i := 0; ctx.Err() == nil; i++ {
 		cid := fmt.Sprintf("%s-%d", s.name, i)
-		for ctx.Err() == nil {
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		for time.Now().Before(deadline) {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			acc, err := s.p.c.SendCID(sctx, s.chat, cid, cid)
 			cancel()
 			if err == nil {
@@ -47,7 +51,7 @@ func (s *failoverSender) run(ctx context.Context) {
 			s.mu.Lock()
 			if errors.As(err, &rej) {
 				s.refused[rej.Code]++
-			} else if ctx.Err() == nil {
+			} else {
 				s.other[err.Error()]++
 			}
 			s.mu.Unlock()
@@ -267,4 +271,59 @@ func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
 	if got := tab.Stats().SkippedSeqs; got != int64(len(lost)) {
 		t.Errorf("new device skipped %d seqs, want %d", got, len(lost))
 	}
+}
+
+// The same failover run by pg_auto_failover, the manager an operator
+// would use (Debian's postgresql-15-auto-failover): nobody promotes by
+// hand; the monitor notices the primary's loss and promotes the
+// synchronous secondary, and chatd follows on its multi-host URL.
+func TestPostgresFailoverPgAutoFailover(t *testing.T) {
+	af := testpgha.StartAutoFailover(t)
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	rn := mustRunNode(t, nodeConfig(af.URL("chatd"), ns.ClientURL(), "n1", node.Config{}))
+	sp := mustPeer(t, rn.URL(), "alice", "", nil)
+	rp := mustPeer(t, rn.URL(), "bob", "", nil)
+	sp.waitConnected(t, 1)
+	rp.waitConnected(t, 1)
+	s := &failoverSender{p: sp, chat: sp.mustDirect(t, "bob"), name: "alice", refused: map[wire.Code]int{}, other: map[string]int{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.run(ctx) }()
+	t.Cleanup(func() { stop(); wg.Wait() })
+	eventually(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
+
+	af.Nodes[0].Kill(t)
+	killed := time.Now()
+	af.WaitState(t, af.Nodes[1].Name, "wait_primary", 40*time.Second, nil)
+	promoted := time.Now()
+	before := s.count()
+	eventually(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= before+20 })
+	stop()
+	wg.Wait()
+	first, _ := s.firstAfter(killed.Add(time.Millisecond))
+	if at, ok := s.firstAfter(promoted); ok {
+		t.Logf("primary killed; monitor reported the promotion %v later; first send accepted %v after the kill (%v after the report)",
+			promoted.Sub(killed).Round(time.Millisecond), first.Sub(killed).Round(time.Millisecond), at.Sub(promoted).Round(time.Millisecond))
+	}
+
+	ids := idsAfter(0, s.accepted)
+	conn, err := pgx.Connect(context.Background(), af.Nodes[1].DSN("chatd"))
+	if err != nil {
+		t.Fatalf("connect to the new primary: %v", err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM history WHERE msg_id = ANY($1)", ids).Scan(&n); err != nil {
+		t.Fatalf("count history: %v", err)
+	}
+	if n != len(ids) {
+		t.Errorf("%d of %d acked messages in history on the new primary (lost %d)", n, len(ids), len(ids)-n)
+	}
+	rp.reconcile(t, s.chat, 1, ids, 30*time.Second)
+	t.Logf("%d accepted, 0 lost; refused %v, other errors %v", len(ids), s.refused, s.other)
+	if s.refused[wire.CodeOverloaded] > 0 {
+		t.Errorf("%d sends refused overloaded during the failover; want unavailable", s.refused[wire.CodeOverloaded])
+	}
+	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
 }
