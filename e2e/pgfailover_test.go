@@ -2,17 +2,23 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testpgha"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // failoverSender sends to one chat until stopped, resending a refused send
@@ -326,4 +332,56 @@ func TestPostgresFailoverPgAutoFailover(t *testing.T) {
 		t.Errorf("%d sends refused overloaded during the failover; want unavailable", s.refused[wire.CodeOverloaded])
 	}
 	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
+}
+
+// A node that was down while PostgreSQL lost commits has no marks of its
+// own; at start it raises every chat's next seq past what the delivery
+// stream holds, before it takes a send. Here the stream holds an envelope
+// (seq 50, outbox id 1000) the database never handed out, as the lost
+// primary would have left.
+func TestNodeStartRaisesSeqsPastTheStream(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
+	n1 := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{}))
+	alice := mustPeer(t, n1.URL(), "alice", "", nil)
+	alice.waitConnected(t, 1)
+	chat := alice.mustDirect(t, "bob")
+	alice.sendN(t, chat, "before", 3, 0)
+	if err := alice.stop(t); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	if err := n1.stop(t); err != nil {
+		t.Fatalf("stop node: %v", err)
+	}
+
+	env, err := json.Marshal(chatd.Envelope{OutboxID: 1000, Recipients: []string{"alice", "bob"},
+		Message: chatd.Message{ID: "01LOSTLOSTLOSTLOSTLOSTLOST", Chat: chat, From: "alice", Seq: 50, Body: "lost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatalf("connect nats: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), stream.SubjectPrefix+chat, env); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+
+	n2 := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{}))
+	alice2 := mustPeer(t, n2.URL(), "alice", "", nil)
+	alice2.waitConnected(t, 1)
+	acc := alice2.sendN(t, chat, "after", 1, 0)
+	if len(acc) != 1 || acc[0].Seq != 51 {
+		t.Fatalf("first send after the start: got %+v, want seq 51", acc)
+	}
+	var next int64
+	if err := n2.Store.Pool().QueryRow(context.Background(),
+		"SELECT pg_sequence_last_value(pg_get_serial_sequence('outbox', 'id')::regclass)").Scan(&next); err != nil || next <= 1000 {
+		t.Errorf("outbox id sequence at %d (%v), want above 1000", next, err)
+	}
 }

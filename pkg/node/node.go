@@ -119,6 +119,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.build(ctx, secret); err != nil {
 		return err
 	}
+	if err := n.raiseToStream(ctx); err != nil {
+		return err
+	}
 	n.registerOutboxGauges()
 	return nil
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -57,6 +58,16 @@ func (m *seqMarks) note(chat string, seq, outboxID int64) {
 	}
 }
 
+// seed records every mark of hw.
+func (m *seqMarks) seed(hw store.HighWater) {
+	for chat, seq := range hw.Seqs {
+		m.note(chat, seq, 0)
+	}
+	m.mu.Lock()
+	m.outbox = max(m.outbox, hw.OutboxID)
+	m.mu.Unlock()
+}
+
 func (m *seqMarks) pruneLocked(now time.Time) {
 	for chat, mk := range m.chats {
 		if now.Sub(mk.at) > seqMarkKeep {
@@ -101,4 +112,27 @@ func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
 	}
 	hw.OutboxID = max(hw.OutboxID, fromStream.OutboxID)
 	return hw, nil
+}
+
+// raiseToStream runs once at start, before any send is taken: it raises
+// every chat's next seq past what the delivery stream holds, and seeds the
+// marks with it. A node that was down while PostgreSQL failed over (or
+// that starts on a database restored from a backup) has no marks of its
+// own; the stream still holds what some consumer has not acked. When
+// nothing was lost this changes nothing: the stream only carries what the
+// database committed.
+func (n *Node) raiseToStream(ctx context.Context) error {
+	hw, err := n.highWater(ctx)
+	if err != nil {
+		return err
+	}
+	n.marks.seed(hw)
+	chats, err := n.Store.Raise(ctx, hw)
+	if err != nil {
+		return fmt.Errorf("raise seqs past the delivery stream: %w", err)
+	}
+	if chats > 0 {
+		n.log.Warn("the delivery stream holds seqs the database never handed out (a PostgreSQL failover or restore lost them); chats' next seq raised past them, so the loss shows as a gap", "chats_raised", chats)
+	}
+	return nil
 }

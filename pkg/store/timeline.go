@@ -89,3 +89,15 @@ func raise(ctx context.Context, conn *pgx.Conn, hw HighWater) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
+
+// Raise moves each chat's last_seq and the outbox id sequence up to hw,
+// never down, and returns how many chats moved. The node calls it at start
+// with what the delivery stream holds (see HighWater).
+func (s *Store) Raise(ctx context.Context, hw HighWater) (int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("raise: %w", err)
+	}
+	defer conn.Release()
+	return raise(ctx, conn.Conn(), hw)
+}
