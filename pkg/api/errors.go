@@ -42,14 +42,19 @@ func errorCode(err error) (code wire.Code, status int) {
 }
 
 // rejectCode maps a send failure to a `rejected` code. The contract's set is
-// closed (overloaded|rate_limited|forbidden|not_found|invalid|too_large), so
-// failures outside it (a failed transaction, shutdown) become overloaded:
-// nothing was stored and the client may resend with the same cid.
+// closed (overloaded|rate_limited|forbidden|not_found|invalid|too_large, and
+// the addition unavailable). A failed transaction (the database lost, a failover) is
+// unavailable; anything else outside the set (shutdown) becomes overloaded.
+// Either way the client may resend with the same cid.
 func rejectCode(err error) wire.Code {
 	code, _ := errorCode(err)
 	switch code {
 	case wire.CodeInvalid, wire.CodeTooLarge, wire.CodeForbidden, wire.CodeNotFound, wire.CodeRateLimited:
 		return code
+	case wire.CodeUnavailable:
+		if errors.Is(err, chatd.ErrUnavailable) || errors.Is(err, chatd.ErrOutcomeUnknown) {
+			return code
+		}
 	case wire.CodeConflict, wire.CodeCIDConflict:
 		return wire.CodeInvalid
 	case wire.CodeTooManyMembers:

@@ -163,13 +163,14 @@ func (s *session) handle(data []byte) {
 	}
 }
 
-// reject answers a frame `rejected`. Every rejection but overloaded (the
-// server's state, not the client's doing) counts toward the abuse rule.
+// reject answers a frame `rejected`. Every rejection but overloaded and
+// unavailable (the server's state, not the client's doing) counts toward
+// the abuse rule.
 // Safe from any goroutine.
 func (s *session) reject(cid string, code wire.Code, msg string) {
 	s.g.metrics.rejects.WithLabelValues(string(code)).Inc()
 	s.send(wire.AppendRejected(nil, cid, code, msg), "rejected")
-	if code != wire.CodeOverloaded {
+	if code != wire.CodeOverloaded && code != wire.CodeUnavailable {
 		s.refused()
 	}
 }

@@ -55,7 +55,7 @@ func CloseReason(code int) string {
 // RejectedError is a `rejected` answer to a send: the message was not stored.
 // errors.Is matches it against the chatd domain error of its code
 // (chatd.ErrOverloaded, chatd.ErrRateLimited, chatd.ErrForbidden,
-// chatd.ErrNotFound, chatd.ErrInvalid, chatd.ErrTooLarge).
+// chatd.ErrNotFound, chatd.ErrInvalid, chatd.ErrTooLarge, chatd.ErrUnavailable).
 type RejectedError struct {
 	CID     string
 	Code    wire.Code
@@ -81,12 +81,14 @@ func (e *RejectedError) Unwrap() error {
 		return chatd.ErrInvalid
 	case wire.CodeTooLarge:
 		return chatd.ErrTooLarge
+	case wire.CodeUnavailable:
+		return chatd.ErrUnavailable
 	}
 	return nil
 }
 
-// Temporary reports whether the same send may succeed later (overloaded or
-// rate_limited); retry it with SendCID and the same cid.
+// Temporary reports whether the same send may succeed later (overloaded,
+// rate_limited or unavailable); retry it with SendCID and the same cid.
 func (e *RejectedError) Temporary() bool {
 	return e.Code.Temporary()
 }

@@ -45,6 +45,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
 		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
 		CheckInterval: cfg.ConsumerCheck, Settle: off == "", AloneCheck: aloneCheck(cfg.SettleWait),
+		Seen:   func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) },
 		Logger: n.log, Registerer: n.reg,
 	})
 	if err != nil {
@@ -159,6 +160,7 @@ func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoM
 // relay (kept only if this node's relay leads) and its wake-up.
 func (n *Node) onCommit(batch []store.Accepted) {
 	for i := range batch {
+		n.marks.note(batch[i].Message.Chat, batch[i].Message.Seq, batch[i].OutboxID)
 		n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
 	}
 	n.Relay.Offer(batch)

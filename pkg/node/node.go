@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
@@ -56,8 +57,10 @@ type Node struct {
 	Webhooks *webhook.Deliverer
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
-	nodeID      string
-	closeFns    []func()
+	// marks feed the store's failover repair (see seqMarks).
+	marks    *seqMarks
+	nodeID   string
+	closeFns []func()
 }
 
 // Start brings up the services and builds every component. It opens the
@@ -69,7 +72,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	n := &Node{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), marks: newSeqMarks(time.Now)}
 	// Not a named result: a failed start returns a nil *Node, and the
 	// cleanup must still reach the one that holds what was started.
 	if err := n.start(ctx); err != nil {
@@ -119,6 +122,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.build(ctx, secret); err != nil {
 		return err
 	}
+	if err := n.raiseToStream(ctx); err != nil {
+		return err
+	}
 	n.registerOutboxGauges()
 	return nil
 }
@@ -152,7 +158,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 	}
 	st, err := store.Open(ctx, dsn, store.Config{
 		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
-		NodeID: n.nodeID,
+		NodeID: n.nodeID, HighWater: n.highWater,
 		// While this node's relay leads, onCommit hands it every commit
 		// and wakes it; only another node's relay needs the notification.
 		Notify: func() bool { return n.Relay == nil || !n.Relay.Active() },

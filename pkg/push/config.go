@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -79,6 +81,10 @@ type Config struct {
 	PullBatch int
 	// Now is the clock for leases and reapers. Nil means time.Now.
 	Now func() time.Time
+	// Seen, if set, is told of every envelope the consumer takes, before
+	// delivery (the node keeps the highest seq per chat for a PostgreSQL
+	// failover). It must be quick and safe for concurrent use.
+	Seen func(*chatd.Envelope)
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the push metrics; nil means none.

@@ -71,6 +71,9 @@ func (r *Registry) handle(msg jetstream.Msg) {
 		return
 	}
 	env.Message.Device = env.Device
+	if r.cfg.Seen != nil {
+		r.cfg.Seen(&env)
+	}
 	if int(meta.NumDelivered) > r.cfg.MaxAttempts {
 		r.expired(msg, meta, &env)
 		return

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 
 	"github.com/chatd/chatd/internal/logsample"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +64,11 @@ type Config struct {
 	// every pipelined batch, if it also implements pgx.BatchTracer): a hook
 	// for query tracing, and how the tests count round trips.
 	Tracer pgx.QueryTracer
+	// HighWater, if set, says what the database handed out that clients or
+	// the stream have seen. When a new connection finds the primary on a
+	// new timeline (a failover), the store raises its counters past it
+	// before the connection takes any send (see HighWater). Nil skips that.
+	HighWater func(context.Context) (HighWater, error)
 }
 
 // Store is a handle on chatd's PostgreSQL database. Create it with Open and
@@ -74,6 +81,10 @@ type Store struct {
 	maxGroupMembers  int
 	nodeID           string      // the payload of the commit's notification
 	notify           func() bool // nil: always notify
+	highWater        func(context.Context) (HighWater, error)
+
+	tlMu sync.Mutex   // serializes failover repairs (checkTimeline)
+	tl   atomic.Int64 // the primary's timeline the pool last connected to; 0 before the first
 }
 
 // Open connects to the database at dsn and applies every pending migration
@@ -89,10 +100,6 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if cfg.Tracer != nil {
 		pcfg.ConnConfig.Tracer = cfg.Tracer
 	}
-	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
-		registerArrays(conn)
-		return nil
-	}
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = DefaultMaxConns
 	}
@@ -100,16 +107,21 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = log.With("component", "store")
+	s := &Store{
+		log: log, sampled: logsample.New(log, logsample.Config{}),
+		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
+		nodeID: cfg.NodeID, notify: cfg.Notify, highWater: cfg.HighWater,
+	}
+	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		registerArrays(conn)
+		return s.checkTimeline(ctx, conn)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	log = log.With("component", "store")
-	s := &Store{
-		pool: pool, log: log, sampled: logsample.New(log, logsample.Config{}),
-		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
-		nodeID: cfg.NodeID, notify: cfg.Notify,
-	}
+	s.pool = pool
 	if s.maxGroupMembers <= 0 {
 		s.maxGroupMembers = DefaultMaxGroupMembers
 	}
@@ -117,6 +129,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	s.warnLossyReplication(ctx)
 	return s, nil
 }
 

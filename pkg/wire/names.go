@@ -68,9 +68,13 @@ const (
 	CodeTooLarge    Code = "too_large"
 )
 
-// Codes that only REST error bodies carry (docs/protocol.md "REST details");
-// the server maps the failures behind them onto the closed set above before
-// it writes a `rejected` frame.
+// Codes that REST error bodies carry (docs/protocol.md "REST details"); the
+// server maps the failures behind them onto the closed set above before it
+// writes a `rejected` frame, except CodeUnavailable, which a `rejected`
+// frame carries too (an addition to the contract, docs/protocol.md
+// "WebSocket details"): a send whose transaction failed because the database
+// did (a primary lost, a failover) is not `overloaded`, which would tell the
+// client the server is busy.
 const (
 	CodeTooManyMembers Code = "too_many_members"
 	CodeConflict       Code = "conflict"
@@ -81,9 +85,10 @@ const (
 )
 
 // Temporary reports whether a send refused with c may succeed if resent
-// later with the same cid: the server was busy or the client too fast.
+// later with the same cid: the server was busy, its database unavailable,
+// or the client too fast.
 func (c Code) Temporary() bool {
-	return c == CodeOverloaded || c == CodeRateLimited
+	return c == CodeOverloaded || c == CodeRateLimited || c == CodeUnavailable
 }
 
 // CloseCode is a WebSocket close code. It is an int, not a uint16, because

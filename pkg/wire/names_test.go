@@ -131,8 +131,8 @@ func TestRejectedCodesAreTheContracts(t *testing.T) {
 	if got := sortedStrings(rejectedCodes); !slices.Equal(got, want) {
 		t.Errorf("rejected codes: got %v, want %v (the contract's)", got, want)
 	}
-	for _, c := range rejectedCodes {
-		if !c.Temporary() != (c != wire.CodeOverloaded && c != wire.CodeRateLimited) {
+	for _, c := range append(rejectedCodes, wire.CodeUnavailable) { // unavailable: an addition
+		if !c.Temporary() != (c != wire.CodeOverloaded && c != wire.CodeRateLimited && c != wire.CodeUnavailable) {
 			t.Errorf("%s.Temporary() = %v", c, c.Temporary())
 		}
 	}

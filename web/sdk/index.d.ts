@@ -162,9 +162,9 @@ export interface Presence { online: boolean; lastSeen?: string }
 /** A `rejected` answer; code is the protocol's code. */
 export class RejectedError extends Error {
   readonly name: 'RejectedError';
-  readonly code: 'overloaded' | 'rate_limited' | 'forbidden' | 'not_found' | 'invalid' | 'too_large' | string;
+  readonly code: 'overloaded' | 'rate_limited' | 'forbidden' | 'not_found' | 'invalid' | 'too_large' | 'unavailable' | string;
   readonly cid: string;
-  /** overloaded / rate_limited: the same cid may succeed later. */
+  /** overloaded / rate_limited / unavailable: the same cid may succeed later. */
   readonly temporary: boolean;
 }
 

@@ -2,7 +2,7 @@
 
 /**
  * A `rejected` answer to a send or an event: nothing was stored.
- * `temporary` is true for overloaded and rate_limited: the same cid may
+ * `temporary` is true for overloaded, rate_limited and unavailable: the same cid may
  * succeed later (send again with `{cid}`).
  */
 export class RejectedError extends Error {
@@ -12,7 +12,7 @@ export class RejectedError extends Error {
     this.name = 'RejectedError';
     this.cid = cid;
     this.code = code;
-    this.temporary = code === 'overloaded' || code === 'rate_limited';
+    this.temporary = code === 'overloaded' || code === 'rate_limited' || code === 'unavailable';
   }
 }
 

@@ -1,0 +1,71 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HighWater reads every message the stream holds and returns the highest
+// seq per chat and the highest outbox id of their envelopes: after a
+// PostgreSQL failover, what the new primary must not hand out again
+// (store.HighWater). It covers what a node has not taken from its
+// consumer yet (another node's commits); what reclaim already purged is
+// not here, which is why nodes also keep their own marks. The stream is
+// near empty while consumers keep up; ctx bounds a long read.
+func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.HighWater, error) {
+	hw := store.HighWater{Seqs: map[string]int64{}}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return hw, fmt.Errorf("high water: stream %s: %w", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return hw, fmt.Errorf("high water: stream info: %w", err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return hw, nil
+	}
+	// An ordered consumer is ephemeral and not one of the nodes' push-*
+	// consumers, so it never holds reclaim's floor.
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return hw, fmt.Errorf("high water: consumer: %w", err)
+	}
+	for {
+		batch, err := c.FetchNoWait(256)
+		if err != nil {
+			return hw, fmt.Errorf("high water: fetch: %w", err)
+		}
+		n, done := 0, false
+		// Drained to the end even when done: the fetch's goroutine exits
+		// only once its channel is read out.
+		for msg := range batch.Messages() {
+			n++
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
+			}
+			if env, err := chatd.DecodeEnvelope(msg.Data()); err == nil {
+				hw.Seqs[env.Message.Chat] = max(hw.Seqs[env.Message.Chat], env.Message.Seq)
+				hw.OutboxID = max(hw.OutboxID, env.OutboxID)
+			}
+			done = done || meta.Sequence.Stream >= last
+		}
+		if done {
+			return hw, nil
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return hw, fmt.Errorf("high water: fetch: %w", err)
+		}
+		if n == 0 || ctx.Err() != nil {
+			// Purged or expired under us: what is left was read.
+			return hw, ctx.Err()
+		}
+	}
+}

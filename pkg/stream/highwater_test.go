@@ -1,0 +1,53 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HighWater finds each chat's highest seq and the highest outbox id among
+// the envelopes the stream holds, whatever their order, and nothing of
+// what was purged.
+func TestHighWaterReadsTheStream(t *testing.T) {
+	js := testnats.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := stream.Ensure(ctx, js, stream.Config{})
+	if err != nil {
+		t.Fatalf("ensure: %v", err)
+	}
+	if hw, err := stream.HighWater(ctx, js, stream.DefaultName); err != nil || len(hw.Seqs) != 0 || hw.OutboxID != 0 {
+		t.Fatalf("empty stream: got %+v, %v; want nothing", hw, err)
+	}
+	pub := func(outbox int64, chat string, seq int64) {
+		b, err := json.Marshal(chatd.Envelope{OutboxID: outbox, Message: chatd.Message{ID: "m", Chat: chat, Seq: seq}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, stream.SubjectPrefix+chat, b); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	pub(1, "a", 90) // purged below
+	pub(2, "a", 3)
+	pub(3, "b", 7)
+	pub(5, "a", 4)
+	pub(4, "b", 6)
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(2)); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	hw, err := stream.HighWater(ctx, js, stream.DefaultName)
+	if err != nil {
+		t.Fatalf("high water: %v", err)
+	}
+	if hw.Seqs["a"] != 4 || hw.Seqs["b"] != 7 || hw.OutboxID != 5 {
+		t.Errorf("got %+v, want a:4 b:7 outbox 5", hw)
+	}
+}
