@@ -1,7 +1,7 @@
 // Package idle moves a connection's read deadline lazily. Moving a socket's
 // deadline is a timer update in the Go runtime, and done on every frame it
 // was a visible share of chatd's CPU with many connections acking every
-// delivery (docs/benchmarks-log.md, "Issue 12, third pass: why group sends
+// delivery (docs/benchmarks-log.md, "Why group sends
 // waited a second, and chatload's share of the box (2026-12-01)"); the
 // server's sessions and the Go SDK's both read through it, so both sides
 // keep the same rule (docs/protocol.md).

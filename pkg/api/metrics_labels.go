@@ -9,7 +9,7 @@ import (
 // hot path uses are looked up once, at start. Every client frame and every
 // written frame counts itself: WithLabelValues hashes the label and takes the
 // vector's lock each time (a visible share of chatd's CPU when every frame
-// does it: docs/benchmarks-log.md, "Issue 12, twelfth pass: the relay's reply
+// does it: docs/benchmarks-log.md, "The relay's reply
 // subjects, per-frame counters, plain-ASCII escaping (2026-12-03, 10:36–12:12
 // UTC)"), a read of this map does neither. Any other label still goes through
 // the vector, so nothing is miscounted.

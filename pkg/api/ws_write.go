@@ -11,7 +11,7 @@ import (
 // writer itself, every frame its writer found queued in one write: under
 // load a writer often wakes to more than one queued frame, and on a VM each
 // write system call costs more than framing the bytes
-// (docs/benchmarks-log.md, "Issue 12, sixth pass: one socket write per
+// (docs/benchmarks-log.md, "One socket write per
 // writer wake, and where PostgreSQL's time goes (2026-12-01/02)"). The
 // library's WriteMessage writes one frame per call and has no way to hold a
 // write back. The library still writes the control frames (ping, pong,

@@ -10,7 +10,7 @@ import (
 // dispatcher woke for every send, a goroutine that had nothing to do but
 // append the send and go back to waiting out the gather window, each wake a
 // trip through the scheduler on a box of few cores (docs/benchmarks-log.md,
-// "Issue 12, eleventh pass: the dispatcher's wake-ups, and one Go processor
+// "The dispatcher's wake-ups, and one Go processor
 // (2026-12-03, 08:15–09:20 UTC)"). Now a window's sends wait in the channel
 // and the dispatcher takes them all when the window ends or the batch is
 // full.

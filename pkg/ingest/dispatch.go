@@ -18,7 +18,7 @@ import (
 // but made every worker gather only its share of the traffic: batches were
 // smaller, PostgreSQL spent more CPU per message, and a send waited for its
 // own shard's commit while the other workers idled (docs/benchmarks-log.md,
-// "Issue 12, second pass: PostgreSQL's lock waits, rewrites of target rows,
+// "PostgreSQL's lock waits, rewrites of target rows,
 // the relay, idle memory (2026-12-01)"). The dispatcher keeps both: any
 // idle committer takes the oldest ready sends, and a chat whose batch is
 // still committing waits here, in order, instead of in a row lock.

@@ -106,7 +106,7 @@ type LastSeenStore interface {
 // entry cost a JetStream write per online user every Refresh on the
 // writing node and a watch update on every node, which with many users
 // online cost an idle node a large share of its CPU (docs/benchmarks-log.md,
-// "Issue 12, ninth pass: presence beats per node, not per user (2026-12-02,
+// "Presence beats per node, not per user (2026-12-02,
 // evening)").
 // Connected, Disconnected and Lookup are safe for concurrent use and do not
 // block; Run does the I/O.

@@ -13,8 +13,8 @@ import (
 // its generic array codec, which hands each element over as an interface
 // value: one allocation per string, per time and per int64 above 255, for
 // every column of every row: the largest single source of chatd's
-// allocations per message (docs/benchmarks-log.md, "Issue 12, seventh pass:
-// the relay's own publisher, fewer allocations per message, and the foreign
+// allocations per message (docs/benchmarks-log.md,
+// "The relay's own publisher, fewer allocations per message, and the foreign
 // keys checked per statement (2026-12-02)"). These slice types are written
 // in PostgreSQL's binary array format directly, with no allocation but the
 // buffer's.

@@ -95,8 +95,8 @@ const notifyChannel = "chatd_outbox"
 // The first attempt does not look for stored (sender, cid) pairs: almost
 // every send is new, and the insert checks the pair anyway through its
 // unique index, so the lookup was a second probe of the same index for
-// every message (docs/benchmarks-log.md, "Issue 12, thirteenth pass:
-// PostgreSQL's statements per batch, and a collation bug they showed
+// every message (docs/benchmarks-log.md,
+// "PostgreSQL's statements per batch, and a collation bug they showed
 // (2026-12-03, 13:17–15:05 UTC)"). The insert skips a resend's row (ON
 // CONFLICT DO NOTHING rather than a unique violation: a resend is routine,
 // and the server would log the violation as an error) and the attempt is
@@ -162,7 +162,7 @@ func retryable(err error) bool {
 // round trip of its own, and on a busy box every round trip is a wait for
 // the database to answer and for this goroutine to be scheduled again:
 // measured under load in groups, BEGIN alone was a long wait while batches
-// queued behind it (docs/benchmarks-log.md, "Issue 12, third pass: why
+// queued behind it (docs/benchmarks-log.md, "Why
 // group sends waited a second, and chatload's share of the box
 // (2026-12-01)"). COMMIT stays a round trip of its own, sent only once
 // every write succeeded: pipelined after the writes, it would run even when
@@ -408,8 +408,7 @@ func chatIndex(ids []string, from int, chat []byte) int {
 // and outbox statements then grew linearly with the table. "= any($1)" over
 // a small table (a small site's chats and members) is a sequential scan
 // that compares every row with every element of the array, slower than
-// index probes even there (docs/benchmarks-log.md, "Issue 12, thirteenth
-// pass: PostgreSQL's statements per batch, and a collation bug they showed
+// index probes even there (docs/benchmarks-log.md, "PostgreSQL's statements per batch, and a collation bug they showed
 // (2026-12-03, 13:17–15:05 UTC)"). The correlated form is an index probe
 // per key.
 
@@ -513,8 +512,7 @@ func (p *commitPlan) assign() {
 // insert. The rows' ids were drawn from their sequences in load, so the
 // outbox rows need only the ids of the history rows the insert kept (a
 // resend's is skipped, see CommitBatch), not a join by msg_id for each id,
-// and the outbox ids need not come back (docs/benchmarks-log.md, "Issue 12,
-// thirteenth pass: PostgreSQL's statements per batch, and a collation bug
+// and the outbox ids need not come back (docs/benchmarks-log.md, "PostgreSQL's statements per batch, and a collation bug
 // they showed (2026-12-03, 13:17–15:05 UTC)"). Outbox ids follow batch
 // order (the drawn ids are sorted), so a chat's rows are relayed in seq
 // order.

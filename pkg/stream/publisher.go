@@ -27,7 +27,7 @@ var errPending = errors.New("publish ack pending")
 // PublishMsgAsync, which costs per message a future with two channels, a
 // timer, a map entry, a closure per option and a reflective decode of the
 // ack: a large share of chatd's allocations per message
-// (docs/benchmarks-log.md, "Issue 12, seventh pass: the relay's own
+// (docs/benchmarks-log.md, "The relay's own
 // publisher, fewer allocations per message, and the foreign keys checked
 // per statement (2026-12-02)"). A round needs none of that:
 // it publishes in order, waits for every answer under one deadline, then
@@ -42,8 +42,7 @@ var errPending = errors.New("publish ack pending")
 // new to the server misses its subject caches (the publishing client's and
 // the account's), costing a match through the subscription tree and a cache
 // entry evicted later; a new subject per publish made every publish slower
-// and allocate more (BenchmarkPublishRound; docs/benchmarks-log.md, "Issue
-// 12, twelfth pass: the relay's reply subjects, per-frame counters,
+// and allocate more (BenchmarkPublishRound; docs/benchmarks-log.md, "The relay's reply subjects, per-frame counters,
 // plain-ASCII escaping (2026-12-03, 10:36–12:12 UTC)"). An answer can only
 // be mistaken for a later round's if it comes after its round ended,
 // which only a round with unanswered publishes allows: such a round

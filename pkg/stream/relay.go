@@ -201,7 +201,7 @@ func (r *Relay) Wake() {
 // the Wake that follows it: woken by their notification, which often comes
 // first, an idle relay ran its round before the hand-off and read the rows
 // back from PostgreSQL: a large share of all rows under load
-// (docs/benchmarks-log.md, "Issue 12, fourth pass: what a round trip costs
+// (docs/benchmarks-log.md, "What a round trip costs
 // on this box, and the relay's wake-ups (2026-12-01)").
 func (r *Relay) notified(node string) {
 	if node != "" && node == r.cfg.NodeID {

@@ -33,7 +33,7 @@ type Settler interface {
 // (a lease, redelivery, a pin), and the relay deletes its row without
 // publishing it, which spares the publish, the consumer's delivery, push's
 // ack and the file store, which the stream's hop costs chatd for every
-// message (docs/benchmarks-log.md, "Issue 12, fifteenth pass: one node
+// message (docs/benchmarks-log.md, "One node
 // keeps settled messages out of the stream (2026-12-03, 16:58–18:10 UTC)").
 // A message that is not settled within SettleWait of its commit is
 // published as before, and its stream delivery starts the lease: the same
