@@ -122,6 +122,10 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 		eventually(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
 	}
 
+	timeline := rn.metric(t, "chatd_postgres_timeline")
+	if timeline < 1 {
+		t.Fatalf("chatd_postgres_timeline %v before the failover, want the primary's (1 or more)", timeline)
+	}
 	pair.Primary.Kill(t)
 	killed := time.Now()
 	// Long enough for every sender to meet the missing primary.
@@ -146,6 +150,10 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 	}
 	t.Logf("primary killed; promoted %v later; first send accepted %v after the promotion",
 		promoted.Sub(killed).Round(time.Millisecond), first.Sub(promoted).Round(time.Millisecond))
+	// The failover shows once in the metrics: the new primary's timeline.
+	if got := rn.metric(t, "chatd_postgres_timeline"); got != timeline+1 {
+		t.Errorf("chatd_postgres_timeline %v after one failover, want %v", got, timeline+1)
+	}
 
 	// Every acked message is on the new primary.
 	conn, err := pgx.Connect(context.Background(), pair.Standby.DSN("chatd"))

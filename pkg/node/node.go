@@ -125,7 +125,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.raiseToStream(ctx); err != nil {
 		return err
 	}
-	n.registerOutboxGauges()
+	n.registerDatabaseGauges()
 	return nil
 }
 

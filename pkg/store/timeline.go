@@ -32,6 +32,11 @@ func timeline(ctx context.Context, conn *pgx.Conn) (int64, error) {
 	return tl, nil
 }
 
+// Timeline is the WAL timeline of the primary the pool last connected to
+// (0 before the first connection): it rises by one with each failover, so
+// a graph of it shows when the database failed over.
+func (s *Store) Timeline() int64 { return s.tl.Load() }
+
 // checkTimeline runs on every new pool connection, before the pool hands
 // it out: if the server is on another timeline than the last connection
 // saw, it raises the counters past the high water first, so no send is
