@@ -2,13 +2,13 @@ package testnats
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testport"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -36,7 +36,7 @@ type Cluster struct {
 // take one in between: a loopback-only race the tests accept).
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	ports := freePorts(t, 2*n)
+	ports := testport.Free(t, 2*n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i])
@@ -164,19 +164,4 @@ func (c *Cluster) shutdown() {
 	for i := range c.opts {
 		c.Stop(i)
 	}
-}
-
-// freePorts asks the kernel for n distinct free loopback ports.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("testnats: free port: %v", err)
-		}
-		defer ln.Close() // held until all are picked, so none repeats
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -58,7 +59,7 @@ func StartAutoFailover(t testing.TB) *AutoFailover {
 	if cred != nil {
 		os.Chown(root, int(cred.Uid), int(cred.Gid))
 	}
-	ports := freePorts(t, 3)
+	ports := testport.Free(t, 3)
 	af := &AutoFailover{root: root, cred: cred}
 	af.Monitor = &Keeper{Name: "monitor", Port: ports[0], dir: filepath.Join(root, "monitor")}
 	for i := range af.Nodes {

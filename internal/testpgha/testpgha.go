@@ -15,7 +15,6 @@ package testpgha
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -83,7 +83,7 @@ func Start(t testing.TB, cfg Config) *Pair {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatalf("testpgha: %v", err)
 	}
-	ports := freePorts(t, 2)
+	ports := testport.Free(t, 2)
 	p := &Pair{
 		Primary: &Server{Name: "primary", Port: ports[0], dir: filepath.Join(root, "primary"), bin: bin, cred: cred},
 		Standby: &Server{Name: "standby", Port: ports[1], dir: filepath.Join(root, "standby"), bin: bin, cred: cred},
@@ -362,21 +362,6 @@ func children(pid int) []int {
 		}
 	}
 	return kids
-}
-
-// freePorts asks the kernel for n distinct free loopback ports.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("testpgha: free port: %v", err)
-		}
-		defer ln.Close() // held until all are picked, so none repeats
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
