@@ -58,6 +58,18 @@ func (l *Limits) setDefaults() {
 	setDur(&l.IdleTimeout, 30*time.Second)
 }
 
+// answerSlack is the room kept for answers beyond one per credit: pongs and
+// `authed`, which a client's rate limit already bounds.
+const answerSlack = 16
+
+// answerRoom is how much of a connection's queue is kept for answers
+// (accepted, rejected, pong, authed): messages and signals never take it,
+// so only a client that stops reading can fill it. A small configured
+// queue still keeps room for MaxPending messages.
+func (c *Config) answerRoom() int {
+	return max(0, min(c.Limits.Credits+answerSlack, c.OutboundQueue-max(c.Limits.MaxPending, 1)))
+}
+
 // MinJWTSecretBytes is the shortest HS256 secret a Server accepts: a
 // shorter one can be brute-forced from a single token.
 const MinJWTSecretBytes = 16
@@ -99,9 +111,11 @@ type Config struct {
 	// Limits are the per-connection limits, announced in `hello`.
 	Limits Limits
 	// OutboundQueue bounds each connection's queue of frames waiting for its
-	// writer. A full queue makes Deliver return false, and closes the
-	// connection (4001) when an `accepted`/`rejected` would be lost. Zero means
-	// Credits + 2×MaxPending + 16 (120 with the defaults).
+	// writer. Messages and signals stop short of the room kept for answers
+	// (Credits + 16): past it Deliver returns false and a
+	// signal is dropped; a full queue closes the connection (4001) when an
+	// `accepted`/`rejected` would be lost. Zero means Credits + 16 +
+	// 2×MaxPending (120 with the defaults).
 	OutboundQueue int
 	// WriteTimeout bounds one socket write of queued frames (at most
 	// 32 KiB of them, or one larger frame). Zero means 10 s.
@@ -206,7 +220,7 @@ func (c *Config) setDefaults() error {
 	c.Limits.setDefaults()
 	// Room for every credit's answer plus twice max-pending messages: a
 	// healthy client never fills it, and it costs memory per connection.
-	setInt(&c.OutboundQueue, c.Limits.Credits+2*c.Limits.MaxPending+16)
+	setInt(&c.OutboundQueue, c.Limits.Credits+answerSlack+2*c.Limits.MaxPending)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.StoreTimeout, 5*time.Second)
 	setInt(&c.RESTRatePerSecond, 20)

@@ -10,6 +10,10 @@ import "sync"
 // Safe for concurrent use.
 type outQueue struct {
 	limit int
+	// reserved is the part of limit only answers may take: messages and
+	// signals stop short of it, so a burst of them cannot make an
+	// `accepted` find the queue full and close a client that reads.
+	reserved int
 	// writers counts running writers. A writer is counted under mu in the
 	// same step that hands it the role, so once the queue is closed no
 	// writer can appear that Wait would miss (a frame pushed just before
@@ -26,19 +30,25 @@ type outQueue struct {
 // a bigger one (after a burst) is dropped so an idle connection shrinks.
 const keepCap = 16
 
-// newOutQueue returns a queue whose writer role is held by the caller until
-// release: nothing may be written before `hello`.
-func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, busy: true}
+// newOutQueue returns a queue of limit frames, reserved of them for answers,
+// whose writer role is held by the caller until release: nothing may be
+// written before `hello`.
+func newOutQueue(limit, reserved int) *outQueue {
+	return &outQueue{limit: limit, reserved: reserved, busy: true}
 }
 
-// push queues f. ok is false when the queue is full (frames the writer has
-// taken no longer count) or closed; start is true when the caller must
-// start a writer (already counted in writers), which then owns the role.
+// push queues f. ok is false when the queue is closed or full for f (frames
+// the writer has taken no longer count; only an answer may take the
+// reserved part); start is true when the caller must start a writer
+// (already counted in writers), which then owns the role.
 func (q *outQueue) push(f outFrame) (ok, start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || len(q.items) >= q.limit {
+	room := q.limit
+	if !f.answer {
+		room -= q.reserved
+	}
+	if q.closed || len(q.items) >= room {
 		return false, false
 	}
 	q.items = append(q.items, f)

@@ -48,6 +48,9 @@ type outFrame struct {
 	msg  *push.Outgoing // shared with the message's other recipients: encoded once
 	data []byte
 	kind string // metrics label
+	// answer marks a frame that must not be lost (accepted, rejected,
+	// pong, authed): it may use the queue's reserved room.
+	answer bool
 }
 
 // session is one WebSocket connection; it implements push.Conn. Its handler
@@ -97,7 +100,7 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		g:      g,
 		conn:   conn,
 		id:     id,
-		out:    newOutQueue(g.cfg.OutboundQueue),
+		out:    newOutQueue(g.cfg.OutboundQueue, g.cfg.answerRoom()),
 		stop:   make(chan struct{}),
 		limits: newConnLimits(g.cfg),
 		abuse:  newAbuseStreak(g.cfg),
@@ -183,7 +186,7 @@ func (s *session) send(data []byte, kind string) {
 	if s.closed() {
 		return
 	}
-	if !s.enqueue(outFrame{data: data, kind: kind}) {
+	if !s.enqueue(outFrame{data: data, kind: kind, answer: true}) {
 		s.g.metrics.queueFull.WithLabelValues(kind).Inc()
 		s.closeWith(wire.CloseOverloaded, "outbound queue full")
 	}
