@@ -102,6 +102,9 @@ type Config struct {
 	MaxAttempts int
 	MaxPending  int
 	Grace       time.Duration
+	// AckDelay is each client's ack batching window (client.Config.AckDelay):
+	// 0 acks every delivery at once, as a client without batching does.
+	AckDelay time.Duration
 
 	mix           mixWeights    // Mix parsed by setDefaults
 	poisonMix     poisonWeights // PoisonMix parsed by setDefaults
@@ -246,6 +249,7 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.Float64Var(&c.TypingFloodPct, "typing-flood-pct", 0, "percent of --clients that flood typing frames over many chat ids, most not theirs")
 	fs.Float64Var(&c.TypingFloodRate, "typing-flood-rate", 0, "typing frames per second per flooding client (default: as fast as chatd reads)")
 	fs.StringVar(&c.Baseline, "baseline", "", "JSON report of the same run without bad clients: fail if live p99 is over 2× its")
+	fs.DurationVar(&c.AckDelay, "ack-delay", 50*time.Millisecond, "how long a client collects delivered ids before one ack frame (the Go SDK's default); 0: an ack frame per delivery, as a client without batching sends")
 	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")
 	fs.IntVar(&c.ConnectRate, "connect-rate", 500, "new connections per second during setup")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,7 +110,8 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 	// of 1024 (448 bytes each, holding pointers) made 10,000 clients' event
 	// channels 4.6 GB that every GC cycle scanned: a quarter of chatload's
 	// CPU in groups 200 x 50.
-	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger, HTTPClient: f.http, EventBuffer: eventBuffer}
+	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger, HTTPClient: f.http, EventBuffer: eventBuffer,
+		AckDelay: cmp.Or(f.cfg.AckDelay, -1)}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
 		// reading, and so its acks, at once instead of after 1024 events.

@@ -127,3 +127,26 @@ func TestAckerTimedFlushFailureEndsRun(t *testing.T) {
 		t.Fatal("run did not end within 2s of a failed flush")
 	}
 }
+
+// A negative AckDelay is kept (not turned into the 50 ms default): the
+// client then acks each delivery as it comes, like a client without
+// batching, which is what chatload --ack-delay 0 drives.
+func TestNegativeAckDelayAcksEachDelivery(t *testing.T) {
+	c, err := client.New(client.Config{URL: "http://127.0.0.1:1", Token: "t", AckDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.AckDelay(); got >= 0 {
+		t.Fatalf("AckDelay -1 resolved to %v, want it kept negative", got)
+	}
+	a, fl := mustRunAcker(t, 0, 1000)
+	for i := range 3 {
+		a.Add(fmt.Sprint("id", i))
+		waitFlush(t, fl)
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if len(fl.batches) != 3 {
+		t.Fatalf("got %d ack frames for 3 ids added one at a time, want 3", len(fl.batches))
+	}
+}

@@ -63,7 +63,8 @@ type Config struct {
 	Logger *slog.Logger
 
 	// AckDelay is how long received ids are collected before one `ack` frame
-	// carries them all. Zero: 50 ms.
+	// carries them all. Zero: 50 ms; negative: each id is acked as soon as
+	// the previous ack frame is written (about a frame per delivery).
 	AckDelay time.Duration
 	// GapWait is how long a live frame beyond a gap waits for the gap to be
 	// filled live (redeliveries may overtake) before the gap is fetched from
@@ -102,7 +103,9 @@ func (cfg *Config) setDefaults() {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Logger = cfg.Logger.With("component", "client")
-	setDur(&cfg.AckDelay, 50*time.Millisecond)
+	if cfg.AckDelay == 0 {
+		cfg.AckDelay = 50 * time.Millisecond
+	}
 	if cfg.GapWait == 0 {
 		cfg.GapWait = 200 * time.Millisecond
 	} else if cfg.GapWait < 0 {

@@ -46,3 +46,6 @@ func NewAcker(delay time.Duration, maxIDs int, flush func([]string) error) *Acke
 func (a *Acker) Add(id string)                 { a.a.add(id) }
 func (a *Acker) Run(ctx context.Context) error { return a.a.run(ctx) }
 func (a *Acker) Drain() error                  { return a.a.drain() }
+
+// AckDelay is the ack window the client resolved from its Config.
+func (c *Client) AckDelay() time.Duration { return c.cfg.AckDelay }

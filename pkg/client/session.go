@@ -73,7 +73,7 @@ func newSession(c *Client, conn *websocket.Conn, hello *wire.ServerFrame, token 
 	if fb := hello.Limits.MaxFrameBytes; fb > 0 {
 		maxIDs = int(max(1, min(int64(maxIDs), (fb-64)/32)))
 	}
-	s.acker = newAcker(c.cfg.AckDelay, maxIDs, s.writeAck)
+	s.acker = newAcker(max(c.cfg.AckDelay, 0), maxIDs, s.writeAck)
 	s.syncer = newSyncer(s)
 	s.refresh = newRefresher(s, token)
 	return s
