@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/store"
@@ -37,7 +37,7 @@ func withEnvelopeLimit(t *testing.T, limit int) func(*api.Config) {
 // and no member gets anything. The same body fits a 2-member chat.
 func TestSendOverTheEnvelopeLimit(t *testing.T) {
 	// The default body limit (4096) exactly fits a 2-member chat's worst case.
-	e := mustEnv(t, withEnvelopeLimit(t, chatd.WorstCaseEnvelopeSize(4096, 2)))
+	e := mustEnv(t, withEnvelopeLimit(t, codec.WorstCaseEnvelopeSize(4096, 2)))
 	// 300 members with 60-byte ids: more than the room the worst case keeps
 	// for meta (~12.3 KB), which these sends do not use.
 	members := make([]string, 300)

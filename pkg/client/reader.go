@@ -92,7 +92,7 @@ func (s *session) onMsg(ctx context.Context, f *wire.ServerFrame) {
 	if f.ID != "" {
 		s.acker.add(f.ID)
 	}
-	if c.deliver([]chatd.Message{f.Message()}, ViaLive) > 0 {
+	if c.deliver([]chatd.Message{f.Message}, ViaLive) > 0 {
 		c.stats.dupFrames.Add(1)
 	}
 	if c.tracker.hasGap(f.Chat) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
 )
@@ -28,7 +29,7 @@ func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {
 	// leaves room for the worst meta, ~12.3 KB, unused here): 250 more
 	// members with 60-byte ids fit with a plain body but not with an
 	// escaped one (3,000 bytes more).
-	limit := chatd.WorstCaseEnvelopeSize(600, 2) + 1500
+	limit := codec.WorstCaseEnvelopeSize(600, 2) + 1500
 	in := mustIngest(t, s, func(c *ingest.Config) { c.MaxBodyBytes, c.MaxEnvelopeBytes = 600, limit })
 	tests := []struct {
 		name, chat, cid, body string
@@ -55,7 +56,7 @@ func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {
 // A body limit that cannot fit even a 2-member chat's worst-case envelope
 // is refused at start, naming the setting and the value that would fit.
 func TestNewRefusesABodyLimitNoEnvelopeFits(t *testing.T) {
-	limit := chatd.WorstCaseEnvelopeSize(4096, 2)
+	limit := codec.WorstCaseEnvelopeSize(4096, 2)
 	cfg := ingest.Config{Store: (*store.Store)(nil), MaxBodyBytes: 4096, MaxEnvelopeBytes: limit}
 	if _, err := ingest.New(cfg); err != nil {
 		t.Fatalf("worst case exactly at the limit: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -76,7 +77,7 @@ type Config struct {
 	// MaxBodyBytes bounds a message body. Zero means 4096.
 	MaxBodyBytes int
 	// MaxEnvelopeBytes bounds a message's encoded stream envelope
-	// (chatd.Envelope.EncodedSize), checked in the committing transaction
+	// (codec.EnvelopeSize), checked in the committing transaction
 	// against the chat's members: over it a send fails with
 	// chatd.ErrTooLarge and nothing is stored. The node sets it to NATS's
 	// max payload less room for headers, because a message the broker
@@ -139,11 +140,11 @@ func (c *Config) checkEnvelopeFits() error {
 	if c.MaxEnvelopeBytes <= 0 {
 		return nil
 	}
-	worst := chatd.WorstCaseEnvelopeSize(c.MaxBodyBytes, 2)
+	worst := codec.WorstCaseEnvelopeSize(c.MaxBodyBytes, 2)
 	if worst <= c.MaxEnvelopeBytes {
 		return nil
 	}
-	fits := (c.MaxEnvelopeBytes - chatd.WorstCaseEnvelopeSize(0, 2)) / 6
+	fits := (c.MaxEnvelopeBytes - codec.WorstCaseEnvelopeSize(0, 2)) / 6
 	if fits < 1 {
 		return fmt.Errorf("ingest: the delivery stream takes messages of at most %d bytes, too small for any message: raise the NATS server's max_payload", c.MaxEnvelopeBytes)
 	}

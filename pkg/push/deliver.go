@@ -2,6 +2,7 @@ package push
 
 import (
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -64,7 +65,7 @@ func (r *Registry) handle(msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
-	env, err := chatd.DecodeEnvelope(msg.Data())
+	env, err := codec.DecodeEnvelope(msg.Data())
 	if err != nil || env.Message.ID == "" {
 		r.sampled.Error("undecodable stream message; terminating it", "seq", meta.Sequence.Stream, "err", err)
 		_ = msg.TermWithReason("undecodable envelope")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -26,7 +27,7 @@ type Send struct {
 	Body   string
 	TS     time.Time
 	// MaxEnvelopeBytes bounds the send's encoded stream envelope (see
-	// chatd.Envelope.EncodedSize), checked with the chat's members as they
+	// codec.EnvelopeSize), checked with the chat's members as they
 	// are at commit; over it the send is refused with chatd.ErrTooLarge.
 	// A message the broker refuses would stop the relay at its row for every
 	// chat. 0 means unchecked.
@@ -644,7 +645,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 		if p.recipientsSize == nil {
 			p.recipientsSize = make(map[string]int, len(p.chatIDs))
 		}
-		toSize = chatd.JSONListSize(recipients)
+		toSize = codec.JSONListSize(recipients)
 		p.recipientsSize[snd.Chat] = toSize
 	}
 	e := chatd.Envelope{
@@ -656,7 +657,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 		Device: snd.Device,
 	}
 	setEventFields(&e.Message, snd)
-	if n := e.EncodedSizeWithRecipients(toSize); n > snd.MaxEnvelopeBytes {
+	if n := codec.EnvelopeSizeWithRecipients(&e, toSize); n > snd.MaxEnvelopeBytes {
 		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
 			"send a shorter body (control characters and < > & count 6 bytes each): %w",
 			n, len(recipients), snd.MaxEnvelopeBytes, chatd.ErrTooLarge)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 )
 
@@ -49,7 +50,7 @@ func TestCommitRefusesAnEnvelopeOverTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := chatd.Envelope{OutboxID: entries[0].ID, Message: entries[0].Message, Device: entries[0].Message.Device, Recipients: entries[0].Recipients}
-	if got := env.EncodedSize(); got > limit {
+	if got := codec.EnvelopeSize(&env); got > limit {
 		t.Fatalf("accepted envelope is %d bytes, over %d", got, limit)
 	}
 }

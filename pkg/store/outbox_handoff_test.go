@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 // The relay publishes a message this node committed from what the commit
@@ -42,12 +43,12 @@ func TestAcceptedEncodesAsTheOutboxRowDoes(t *testing.T) {
 		t.Fatalf("read %d rows by id, want %d", len(rows), len(out))
 	}
 	for i, o := range out {
-		fromMemory, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: o.OutboxID, Message: o.Message, Device: o.Message.Device, Recipients: o.Recipients})
+		fromMemory, err := codec.EncodeEnvelope(&chatd.Envelope{OutboxID: o.OutboxID, Message: o.Message, Device: o.Message.Device, Recipients: o.Recipients})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := rows[i]
-		fromTable, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
+		fromTable, err := codec.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 		if err != nil {
 			t.Fatal(err)
 		}

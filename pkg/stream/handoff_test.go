@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
@@ -210,7 +211,7 @@ func TestRelayPublishesHeldEntriesWithoutReadingThemBack(t *testing.T) {
 	}
 	data := wantStream(t, js, outboxIDs(batch))
 	for i, e := range fromTable {
-		want, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
+		want, err := codec.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -51,7 +51,7 @@ func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.
 			if err != nil {
 				continue
 			}
-			if env, err := chatd.DecodeEnvelope(msg.Data()); err == nil {
+			if env, err := codec.DecodeEnvelope(msg.Data()); err == nil {
 				hw.Seqs[env.Message.Chat] = max(hw.Seqs[env.Message.Chat], env.Message.Seq)
 				hw.OutboxID = max(hw.OutboxID, env.OutboxID)
 			}

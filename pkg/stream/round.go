@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -151,7 +152,7 @@ func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, ski
 // retries: a retry could land after later rows and reorder the stream; the
 // round republishes from the first failure.
 func (r *Relay) publish(rd *pubRound, i int, e *store.OutboxEntry) error {
-	data, err := chatd.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
+	data, err := codec.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 	if err != nil {
 		err = fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
 		r.pub.fail(rd, i, err)

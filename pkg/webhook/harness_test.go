@@ -21,6 +21,7 @@ import (
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -87,7 +88,7 @@ func (r *rig) publish(t *testing.T, chat string, kind chatd.EventKind) {
 		on := true
 		e.Message.Target, e.Message.Emoji, e.Message.On = chat+"-000001", "👍", &on
 	}
-	data, err := chatd.EncodeEnvelope(&e)
+	data, err := codec.EncodeEnvelope(&e)
 	if err != nil {
 		t.Fatal(err)
 	}

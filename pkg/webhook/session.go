@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -161,7 +162,7 @@ func (s *session) seqOf(msg jetstream.Msg) (uint64, bool) {
 // route decodes a held message and queues it on its chat's lane, or acks
 // it at once when the endpoint did not subscribe to it.
 func (s *session) route(seq uint64, msg jetstream.Msg) {
-	e, err := chatd.DecodeEnvelope(msg.Data())
+	e, err := codec.DecodeEnvelope(msg.Data())
 	if err != nil {
 		s.h.log.Warn("webhook: an undecodable stream message; skipped", "seq", seq, "err", err)
 		s.drop(seq)

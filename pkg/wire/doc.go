@@ -10,7 +10,7 @@
 // written out twice, with plain strings.
 //
 // The names follow the wire contract (docs/protocol.md) and must never be
-// renamed or dropped. The package imports only the root package chatd and
-// the standard library, so any client may use it without pulling in the
-// server. Everything here is safe for concurrent use: there is no state.
+// renamed or dropped. The package imports only the root package chatd,
+// pkg/codec (the msg object's JSON, shared with the stream envelope) and the
+// standard library, so any client may use it without pulling in the server. Everything here is safe for concurrent use: there is no state.
 package wire

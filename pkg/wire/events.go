@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/chatd/chatd"
@@ -84,73 +83,4 @@ func appendEventClientFields(dst []byte, f *ClientFrame) []byte {
 		dst = strconv.AppendBool(dst, f.On)
 	}
 	return dst
-}
-
-// appendEventFields appends the v2 fields of m to a msg object: each only
-// when set, so a plain message reads exactly as in v1. Meta is valid,
-// compact JSON (chatd.CheckMeta) and goes out as stored.
-func appendEventFields(dst []byte, m *chatd.Message) []byte {
-	if m.Kind != "" {
-		dst = append(dst, `,"kind":`...)
-		dst = appendString(dst, string(m.Kind))
-	}
-	if m.Target != "" {
-		dst = append(dst, `,"target":`...)
-		dst = appendString(dst, m.Target)
-	}
-	if len(m.Meta) > 0 {
-		dst = append(dst, `,"meta":`...)
-		dst = append(dst, m.Meta...)
-	}
-	if m.Emoji != "" {
-		dst = append(dst, `,"emoji":`...)
-		dst = appendString(dst, m.Emoji)
-	}
-	if m.On != nil {
-		dst = append(dst, `,"on":`...)
-		dst = strconv.AppendBool(dst, *m.On)
-	}
-	if m.EditedAt != nil {
-		dst = append(dst, `,"edited_at":`...)
-		dst = appendTime(dst, *m.EditedAt)
-	}
-	if m.Deleted {
-		dst = append(dst, `,"deleted":true`...)
-	}
-	if len(m.Reactions) > 0 {
-		dst = appendReactions(dst, m.Reactions)
-	}
-	return dst
-}
-
-// appendReactions writes the reactions map with its keys sorted, so equal
-// states encode equally.
-func appendReactions(dst []byte, rx map[string][]string) []byte {
-	keys := make([]string, 0, len(rx))
-	for k := range rx {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	dst = append(dst, `,"reactions":{`...)
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendString(dst, k)
-		dst = append(dst, ":["...)
-		for j, u := range rx[k] {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, u)
-		}
-		dst = append(dst, ']')
-	}
-	return append(dst, '}')
-}
-
-// setEventFields copies the msg frame's v2 fields into m.
-func (f *ServerFrame) setEventFields(m *chatd.Message) {
-	m.Kind, m.Target, m.Meta, m.Emoji, m.On = f.Kind, f.Target, f.Meta, f.Emoji, f.On
-	m.EditedAt, m.Deleted, m.Reactions = f.EditedAt, f.Deleted, f.Reactions
 }

@@ -149,7 +149,7 @@ func TestGoldenServerFramesRoundTrip(t *testing.T) {
 	if err := wire.DecodeServerFrame(wire.AppendMsg(nil, &full), &f); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Message(); !reflect.DeepEqual(got, full) {
+	if got := f.Message; !reflect.DeepEqual(got, full) {
 		t.Errorf("msg frame decodes to\n%+v, want\n%+v", got, full)
 	}
 }
@@ -175,10 +175,10 @@ func encodeServerFrame(t *testing.T, f *wire.ServerFrame) []byte {
 	case wire.FrameHello:
 		return wire.AppendHello(nil, f.User, f.Device, &f.Limits)
 	case wire.FrameMsg:
-		m := f.Message()
+		m := f.Message
 		return wire.AppendMsg(nil, &m)
 	case wire.FrameAccepted:
-		m := f.Message()
+		m := f.Message
 		return wire.AppendAccepted(nil, &m)
 	case wire.FrameRejected:
 		return wire.AppendRejected(nil, f.CID, f.Code, f.Error)

@@ -1,10 +1,8 @@
 package wire
 
 import (
-	"time"
-
-	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/jsonfast"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 // decodeServerFast fills f from data without reflection, for the frames a
@@ -31,54 +29,22 @@ func serverField(p *jsonfast.Parser, key []byte, f *ServerFrame) bool {
 		f.User, ok = p.String()
 	case "device":
 		f.Device, ok = p.String()
-	case "cid":
-		f.CID, ok = p.String()
-	case "id":
-		f.ID, ok = p.String()
-	case "seq":
-		f.Seq, ok = p.Int64()
-	case "ts":
-		ok = p.Time(&f.TS)
 	case "code":
 		var s string
 		s, ok = p.String()
 		f.Code = Code(s)
 	case "error":
 		f.Error, ok = p.String()
-	case "chat":
-		f.Chat, ok = p.String()
-	case "from":
-		f.From, ok = p.String()
-	case "body":
-		f.Body, ok = p.String()
 	case "upto":
 		f.Upto, ok = p.String()
 	case "exp":
 		f.Exp, ok = p.Int64()
-	case "kind":
-		var s string
-		s, ok = p.String()
-		f.Kind = chatd.EventKind(s)
-	case "target":
-		f.Target, ok = p.String()
-	case "meta":
-		f.Meta, ok = p.Composite()
-	case "emoji":
-		f.Emoji, ok = p.String()
-	case "on":
-		var on bool
-		on, ok = p.Bool()
-		f.On = &on
-	case "edited_at":
-		var at time.Time
-		ok = p.Time(&at)
-		f.EditedAt = &at
-	case "deleted":
-		f.Deleted, ok = p.Bool()
 	case "online":
 		f.Online, ok = p.Bool()
 	case "last_seen":
 		ok = p.Time(&f.LastSeen)
+	default:
+		ok = codec.MessageField(p, key, &f.Message)
 	}
 	return ok
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 // Server frames are built by appending into a caller's buffer instead of
@@ -34,50 +35,31 @@ type Limits struct {
 
 // ServerFrame is any server → client frame as the client decodes it; Type
 // says which fields are set. The `msg` frame carries the msg object's fields
-// at top level.
+// at top level: they decode into the embedded Message (pkg/codec reads
+// them), whose ID, CID, Seq, TS and Chat other frames share.
 type ServerFrame struct {
 	Type FrameType `json:"type"`
 
-	// hello (User also on receipt)
+	// hello (User also on receipt, typing and presence)
 	User   string `json:"user"`
 	Device string `json:"device"`
 	Limits Limits `json:"limits"`
 
-	// accepted, rejected, msg
-	CID   string    `json:"cid"`
-	ID    string    `json:"id"`
-	Seq   int64     `json:"seq"`
-	TS    time.Time `json:"ts"`
-	Code  Code      `json:"code"`
-	Error string    `json:"error"`
+	// msg; accepted (CID, ID, Seq, TS), rejected (CID), receipt (Chat,
+	// Seq), typing (Chat). Its Device is not sent (json:"-").
+	chatd.Message
 
-	// msg, receipt
-	Chat string `json:"chat"`
-	From string `json:"from"`
-	Body string `json:"body"`
+	// rejected
+	Code  Code   `json:"code"`
+	Error string `json:"error"`
+	// receipt
 	Upto string `json:"upto"`
 
 	// authed (v2): the refreshed token's exp, in Unix seconds.
 	Exp int64 `json:"exp"`
-	// msg (v2 events): the event and, on reads, the message's state.
-	Kind      chatd.EventKind     `json:"kind"`
-	Target    string              `json:"target"`
-	Meta      json.RawMessage     `json:"meta"`
-	Emoji     string              `json:"emoji"`
-	On        *bool               `json:"on"`
-	EditedAt  *time.Time          `json:"edited_at"`
-	Deleted   bool                `json:"deleted"`
-	Reactions map[string][]string `json:"reactions"`
 	// presence (v2; User is the user who came or went)
 	Online   bool      `json:"online"`
 	LastSeen time.Time `json:"last_seen"`
-}
-
-// Message is the message a `msg` frame carries.
-func (f *ServerFrame) Message() chatd.Message {
-	m := chatd.Message{ID: f.ID, CID: f.CID, Chat: f.Chat, From: f.From, Body: f.Body, Seq: f.Seq, TS: f.TS}
-	f.setEventFields(&m)
-	return m
 }
 
 // DecodeServerFrame decodes one server frame into f, which it resets first;
@@ -130,21 +112,8 @@ func AppendMsg(dst []byte, m *chatd.Message) []byte {
 	// appending field by field reallocated it five or six times.
 	dst = grow(dst, frameRoom+len(m.ID)+len(m.CID)+len(m.Chat)+len(m.From)+len(m.Body)+
 		len(m.Kind)+len(m.Target)+len(m.Meta)+len(m.Emoji))
-	dst = append(dst, `{"type":"msg","id":`...)
-	dst = appendString(dst, m.ID)
-	dst = append(dst, `,"cid":`...)
-	dst = appendString(dst, m.CID)
-	dst = append(dst, `,"chat":`...)
-	dst = appendString(dst, m.Chat)
-	dst = append(dst, `,"from":`...)
-	dst = appendString(dst, m.From)
-	dst = append(dst, `,"body":`...)
-	dst = appendString(dst, m.Body)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendInt(dst, m.Seq, 10)
-	dst = append(dst, `,"ts":`...)
-	dst = appendTime(dst, m.TS)
-	dst = appendEventFields(dst, m)
+	dst = append(dst, `{"type":"msg",`...)
+	dst = codec.AppendMessage(dst, m)
 	return append(dst, '}')
 }
 

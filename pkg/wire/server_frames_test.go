@@ -29,15 +29,15 @@ func TestServerFrameRoundTrip(t *testing.T) {
 		{"hello", wire.AppendHello(nil, "alice", "phone", &l),
 			wire.ServerFrame{Type: wire.FrameHello, User: "alice", Device: "phone", Limits: l}},
 		{"accepted", wire.AppendAccepted(nil, &m),
-			wire.ServerFrame{Type: wire.FrameAccepted, CID: m.CID, ID: m.ID, Seq: m.Seq, TS: m.TS}},
+			wire.ServerFrame{Type: wire.FrameAccepted, Message: chatd.Message{CID: m.CID, ID: m.ID, Seq: m.Seq, TS: m.TS}}},
 		{"rejected", wire.AppendRejected(nil, "k-1", wire.CodeTooLarge, "body is \"big\""),
-			wire.ServerFrame{Type: wire.FrameRejected, CID: "k-1", Code: wire.CodeTooLarge, Error: "body is \"big\""}},
+			wire.ServerFrame{Type: wire.FrameRejected, Message: chatd.Message{CID: "k-1"}, Code: wire.CodeTooLarge, Error: "body is \"big\""}},
 		{"rejected without cid", wire.AppendRejected(nil, "", wire.CodeInvalid, "no"),
 			wire.ServerFrame{Type: wire.FrameRejected, Code: wire.CodeInvalid, Error: "no"}},
 		{"msg", wire.AppendMsg(nil, &m),
-			wire.ServerFrame{Type: wire.FrameMsg, ID: m.ID, CID: m.CID, Chat: m.Chat, From: m.From, Body: m.Body, Seq: m.Seq, TS: m.TS}},
+			wire.ServerFrame{Type: wire.FrameMsg, Message: m}},
 		{"receipt", wire.AppendReceipt(nil, "c_1", "bob", "01HZX", 7),
-			wire.ServerFrame{Type: wire.FrameReceipt, Chat: "c_1", User: "bob", Upto: "01HZX", Seq: 7}},
+			wire.ServerFrame{Type: wire.FrameReceipt, Message: chatd.Message{Chat: "c_1", Seq: 7}, User: "bob", Upto: "01HZX"}},
 		{"pong", wire.AppendPong(nil), wire.ServerFrame{Type: wire.FramePong}},
 	}
 	for _, tt := range tests {
@@ -89,8 +89,8 @@ func TestAppendMsgRoundTrip(t *testing.T) {
 		if err := wire.DecodeServerFrame(wire.AppendMsg(nil, &m), &f); err != nil {
 			t.Fatalf("body %q: %v", body, err)
 		}
-		if f.Type != wire.FrameMsg || !reflect.DeepEqual(f.Message(), m) {
-			t.Errorf("body %q: got %+v, want %+v", body, f.Message(), m)
+		if f.Type != wire.FrameMsg || !reflect.DeepEqual(f.Message, m) {
+			t.Errorf("body %q: got %+v, want %+v", body, f.Message, m)
 		}
 	}
 }
@@ -118,8 +118,8 @@ func TestAppendMsgEventsMatchEncodingJSON(t *testing.T) {
 			t.Errorf("got %s, want %s (encoding/json)", got, std)
 		}
 		var f wire.ServerFrame
-		if err := wire.DecodeServerFrame(got, &f); err != nil || !reflect.DeepEqual(f.Message(), m) {
-			t.Errorf("%s: got %+v (%v), want %+v", got, f.Message(), err, m)
+		if err := wire.DecodeServerFrame(got, &f); err != nil || !reflect.DeepEqual(f.Message, m) {
+			t.Errorf("%s: got %+v (%v), want %+v", got, f.Message, err, m)
 		}
 	}
 }
@@ -150,7 +150,7 @@ func TestDecodeServerFrame(t *testing.T) {
 		{"v2 presence", `{"type":"presence","user":"bob","online":false,"last_seen":"2025-01-01T00:00:00Z"}`,
 			wire.ServerFrame{Type: wire.FramePresence, User: "bob", LastSeen: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 		{"v2 receipt with seq", `{"type":"receipt","chat":"c","user":"u","upto":"m","seq":5}`,
-			wire.ServerFrame{Type: wire.FrameReceipt, Chat: "c", User: "u", Upto: "m", Seq: 5}, nil},
+			wire.ServerFrame{Type: wire.FrameReceipt, Message: chatd.Message{Chat: "c", Seq: 5}, User: "u", Upto: "m"}, nil},
 		{"v2 authed", `{"type":"authed","exp":1767225600}`, wire.ServerFrame{Type: wire.FrameAuthed, Exp: 1767225600}, nil},
 		{"no type", `{}`, wire.ServerFrame{}, nil},
 		{"not JSON", `pong`, wire.ServerFrame{}, wire.ErrProtocol},
@@ -164,7 +164,7 @@ func TestDecodeServerFrame(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A frame decoded before must leave nothing behind.
-			got := wire.ServerFrame{Type: wire.FrameMsg, Body: "stale", Seq: 9, Limits: wire.Limits{Credits: 1}}
+			got := wire.ServerFrame{Type: wire.FrameMsg, Message: chatd.Message{Body: "stale", Seq: 9}, Limits: wire.Limits{Credits: 1}}
 			err := wire.DecodeServerFrame([]byte(tt.in), &got)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -244,7 +244,7 @@ func BenchmarkDecodeServerFrame(b *testing.B) {
 				if err := wire.DecodeServerFrame(in, &f); err != nil {
 					b.Fatal(err)
 				}
-				_ = f.Message()
+				_ = f.Message
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
 )
 
@@ -15,7 +16,7 @@ func TestSignalFramesRoundTrip(t *testing.T) {
 		want wire.ServerFrame
 		text string
 	}{
-		{"typing", wire.AppendTyping(nil, "c1", "bob"), wire.ServerFrame{Type: wire.FrameTyping, Chat: "c1", User: "bob"},
+		{"typing", wire.AppendTyping(nil, "c1", "bob"), wire.ServerFrame{Type: wire.FrameTyping, Message: chatd.Message{Chat: "c1"}, User: "bob"},
 			`{"type":"typing","chat":"c1","user":"bob"}`},
 		{"online", wire.AppendPresence(nil, "bob", true, seen), wire.ServerFrame{Type: wire.FramePresence, User: "bob", Online: true},
 			`{"type":"presence","user":"bob","online":true}`},

@@ -1,12 +1,16 @@
-package chatd
+package codec
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/chatd/chatd"
+)
 
 // eventFieldsSize is the encoded length of the v2 fields of m (all
 // omitempty), in the order encoding/json writes them, each with its leading
-// comma. EncodedSize adds it, so an event's envelope is bounded like a
+// comma. EnvelopeSize adds it, so an event's envelope is bounded like a
 // message's.
-func (m *Message) eventFieldsSize() int {
+func eventFieldsSize(m *chatd.Message) int {
 	n := 0
 	if m.Kind != "" {
 		n += len(`,"kind":`) + JSONStringSize(string(m.Kind))

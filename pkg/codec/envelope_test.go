@@ -1,4 +1,4 @@
-package chatd_test
+package codec_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 // sameEnvelopeJSON fails unless EncodeEnvelope writes what json.Marshal
@@ -16,7 +17,7 @@ import (
 func sameEnvelopeJSON(t *testing.T, e *chatd.Envelope) {
 	t.Helper()
 	want, wantErr := json.Marshal(e)
-	got, err := chatd.EncodeEnvelope(e)
+	got, err := codec.EncodeEnvelope(e)
 	if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) {
 		t.Fatalf("EncodeEnvelope:\n got %s, %v\nwant %s, %v", got, err, want, wantErr)
 	}
@@ -31,7 +32,7 @@ func sameEnvelopeDecode(t *testing.T, data []byte) {
 	t.Helper()
 	var want chatd.Envelope
 	wantErr := json.Unmarshal(data, &want)
-	got, err := chatd.DecodeEnvelope(data)
+	got, err := codec.DecodeEnvelope(data)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) || (err == nil && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("DecodeEnvelope(%s):\n got %+v, %v\nwant %+v, %v", data, got, err, want, wantErr)
 	}
@@ -88,7 +89,7 @@ func BenchmarkEnvelopeJSON(b *testing.B) {
 	data, _ := json.Marshal(&e)
 	b.Run("encode", func(b *testing.B) {
 		for range b.N {
-			if _, err := chatd.EncodeEnvelope(&e); err != nil {
+			if _, err := codec.EncodeEnvelope(&e); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -102,7 +103,7 @@ func BenchmarkEnvelopeJSON(b *testing.B) {
 	})
 	b.Run("decode", func(b *testing.B) {
 		for range b.N {
-			if _, err := chatd.DecodeEnvelope(data); err != nil {
+			if _, err := codec.DecodeEnvelope(data); err != nil {
 				b.Fatal(err)
 			}
 		}

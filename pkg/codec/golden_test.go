@@ -1,4 +1,4 @@
-package chatd_test
+package codec_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden envelopes in testdata/golden")
@@ -65,10 +66,10 @@ func goldenEnvelopes() map[string]*chatd.Envelope {
 // written by the encoder before it moved out of the root package (nodes of
 // the old and the new build share one stream). Each decodes to the envelope
 // it was made of, less the message's Device (not part of its JSON), and
-// EncodedSize is its length.
+// EnvelopeSize is its length.
 func TestGoldenEnvelopes(t *testing.T) {
 	for name, e := range goldenEnvelopes() {
-		got, err := chatd.EncodeEnvelope(e)
+		got, err := codec.EncodeEnvelope(e)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -89,10 +90,10 @@ func TestGoldenEnvelopes(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s changed:\n got %s\nwant %s", name, got, want)
 		}
-		if n := e.EncodedSize(); n != len(want) {
-			t.Errorf("%s: EncodedSize %d, want %d", name, n, len(want))
+		if n := codec.EnvelopeSize(e); n != len(want) {
+			t.Errorf("%s: EnvelopeSize %d, want %d", name, n, len(want))
 		}
-		back, err := chatd.DecodeEnvelope(want)
+		back, err := codec.DecodeEnvelope(want)
 		if err != nil {
 			t.Fatalf("%s: %s does not decode: %v", name, want, err)
 		}

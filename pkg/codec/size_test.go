@@ -1,4 +1,4 @@
-package chatd_test
+package codec_test
 
 import (
 	"encoding/json"
@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
-func TestEnvelopeEncodedSizeMatchesJSON(t *testing.T) {
+func TestEnvelopeSizeMatchesJSON(t *testing.T) {
 	base := chatd.Envelope{
 		OutboxID: 42,
 		Message: chatd.Message{
@@ -70,7 +71,7 @@ func TestEnvelopeEncodedSizeMatchesJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := e.EncodedSize(); got != len(raw) {
+			if got := codec.EnvelopeSize(&e); got != len(raw) {
 				t.Fatalf("got %d, want %d (%s)", got, len(raw), raw)
 			}
 			sameEnvelopeJSON(t, &e)
@@ -87,13 +88,13 @@ func FuzzJSONStringSize(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := chatd.JSONStringSize(s); got != len(raw) {
+		if got := codec.JSONStringSize(s); got != len(raw) {
 			t.Fatalf("JSONStringSize(%q): got %d, want %d", s, got, len(raw))
 		}
 	})
 }
 
-// EncodedSize spells out every field of the envelope: a new field must be
+// EnvelopeSize spells out every field of the envelope: a new field must be
 // added there too, or the size check at acceptance would undercount.
 func TestEnvelopeFieldsAreCounted(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
@@ -101,7 +102,7 @@ func TestEnvelopeFieldsAreCounted(t *testing.T) {
 		reflect.TypeFor[chatd.Message]():  16,
 	} {
 		if got := typ.NumField(); got != want {
-			t.Errorf("%s has %d fields, EncodedSize knows %d: count the new one in EncodedSize and its test", typ, got, want)
+			t.Errorf("%s has %d fields, EnvelopeSize knows %d: count the new one in EnvelopeSize and its test", typ, got, want)
 		}
 	}
 }
@@ -122,17 +123,17 @@ func TestWorstCaseEnvelopeSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := chatd.WorstCaseEnvelopeSize(100, 2); got < len(raw) || got > len(raw)+64 {
+	if got := codec.WorstCaseEnvelopeSize(100, 2); got < len(raw) || got > len(raw)+64 {
 		t.Fatalf("got %d for an envelope of %d bytes, want a bound at most 64 bytes over it", got, len(raw))
 	}
-	if d := chatd.WorstCaseEnvelopeSize(101, 2) - chatd.WorstCaseEnvelopeSize(100, 2); d != 6 {
+	if d := codec.WorstCaseEnvelopeSize(101, 2) - codec.WorstCaseEnvelopeSize(100, 2); d != 6 {
 		t.Fatalf("growth per body byte: got %d, want 6", d)
 	}
 }
 
-// EncodedSize runs once per send inside the committing transaction, with the
+// EnvelopeSize runs once per send inside the committing transaction, with the
 // chat's member list: it must stay cheap next to the insert.
-func BenchmarkEnvelopeEncodedSize(b *testing.B) {
+func BenchmarkEnvelopeSize(b *testing.B) {
 	for _, members := range []int{2, 100, 1000} {
 		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
 			to := make([]string, members)
@@ -145,7 +146,7 @@ func BenchmarkEnvelopeEncodedSize(b *testing.B) {
 			}, Device: "d", Recipients: to}
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = e.EncodedSize()
+				_ = codec.EnvelopeSize(&e)
 			}
 		})
 	}

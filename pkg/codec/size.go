@@ -1,4 +1,4 @@
-package chatd
+package codec
 
 import (
 	"math"
@@ -6,28 +6,30 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/chatd/chatd"
 )
 
-// EncodedSize returns the length in bytes of e encoded by encoding/json, the
-// form the relay publishes, without encoding it. Acceptance checks it against
+// EnvelopeSize returns the length in bytes of e encoded by encoding/json
+// (and EncodeEnvelope), the form the relay publishes, without encoding it. Acceptance checks it against
 // the broker's largest message before commit: an envelope the broker refuses
 // would stop the relay at that row for every chat. The unit tests hold it
 // equal to len(json.Marshal(e)), field by field.
-func (e *Envelope) EncodedSize() int {
-	return e.EncodedSizeWithRecipients(JSONListSize(e.Recipients))
+func EnvelopeSize(e *chatd.Envelope) int {
+	return EnvelopeSizeWithRecipients(e, JSONListSize(e.Recipients))
 }
 
-// EncodedSizeWithRecipients is EncodedSize with the encoded size of the
+// EnvelopeSizeWithRecipients is EnvelopeSize with the encoded size of the
 // recipients given (JSONListSize of them) instead of read from e.Recipients,
 // so that a batch sizing many envelopes for one large chat measures its
 // member list once.
-func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
+func EnvelopeSizeWithRecipients(e *chatd.Envelope, recipientsSize int) int {
 	m := &e.Message
 	n := len(`{"outbox_id":,"msg":{"id":,"cid":,"chat":,"from":,"body":,"seq":,"ts":},"device":,"to":}`)
 	n += intSize(e.OutboxID) + intSize(m.Seq) + timeSize(m.TS)
 	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
 		JSONStringSize(m.From) + JSONStringSize(m.Body) + JSONStringSize(e.Device)
-	n += m.eventFieldsSize()
+	n += eventFieldsSize(m)
 	return n + recipientsSize
 }
 
@@ -39,21 +41,21 @@ func (e *Envelope) EncodedSizeWithRecipients(recipientsSize int) int {
 // smaller). It grows by 6 per body byte. The meta part is an upper bound,
 // within a few dozen bytes of the real worst case.
 func WorstCaseEnvelopeSize(maxBodyBytes, members int) int {
-	id := strings.Repeat("x", max(MaxUserIDLen, MaxDeviceIDLen, MaxCIDLen, MaxChatIDLen))
+	id := strings.Repeat("x", max(chatd.MaxUserIDLen, chatd.MaxDeviceIDLen, chatd.MaxCIDLen, chatd.MaxChatIDLen))
 	to := make([]string, members)
 	for i := range to {
-		to[i] = id[:MaxUserIDLen]
+		to[i] = id[:chatd.MaxUserIDLen]
 	}
-	e := Envelope{
+	e := chatd.Envelope{
 		OutboxID: math.MaxInt64,
-		Message: Message{
-			ID: id[:26], CID: id[:MaxCIDLen], Chat: id[:MaxChatIDLen], From: id[:MaxUserIDLen],
+		Message: chatd.Message{
+			ID: id[:26], CID: id[:chatd.MaxCIDLen], Chat: id[:chatd.MaxChatIDLen], From: id[:chatd.MaxUserIDLen],
 			Seq: math.MaxInt64, TS: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		},
-		Device:     id[:MaxDeviceIDLen],
+		Device:     id[:chatd.MaxDeviceIDLen],
 		Recipients: to,
 	}
-	return e.EncodedSize() + 6*maxBodyBytes + len(`,"meta":`) + 6*MaxMetaBytes
+	return EnvelopeSize(&e) + 6*maxBodyBytes + len(`,"meta":`) + 6*chatd.MaxMetaBytes
 }
 
 // JSONStringSize returns the length of s encoded as a JSON string by
