@@ -4,9 +4,7 @@ import (
 	"context"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
-	"github.com/chatd/chatd/pkg/store"
 )
 
 // Chats is the chat and history storage the API reads and changes.
@@ -29,7 +27,7 @@ type Chats interface {
 	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.
 	IsMember(ctx context.Context, chatID, user string) error
 	// History does not check membership; the API calls IsMember first.
-	History(ctx context.Context, chatID string, q store.HistoryQuery) (msgs []chatd.Message, more bool, err error)
+	History(ctx context.Context, chatID string, q chatd.HistoryQuery) (msgs []chatd.Message, more bool, err error)
 	// Message returns one event of the chat, a message in its current
 	// state; chatd.ErrNotFound when it is not in this chat. It does not
 	// check membership either.
@@ -41,12 +39,13 @@ type Chats interface {
 
 // Ingester is the accept path. *ingest.Ingest implements it.
 type Ingester interface {
-	// Submit validates and queues req without blocking; done is called
-	// exactly once after the send's batch committed or failed, unless Submit
-	// returns an error. done must not block.
-	Submit(req ingest.Request, done func(ingest.Result)) error
+	// Submit checks req (chatd.SendRequest.Check, the one validation of
+	// every path) and queues it without blocking; done is called exactly
+	// once after the send's batch committed or failed, unless Submit returns
+	// an error. done must not block.
+	Submit(req chatd.SendRequest, done func(chatd.SendResult)) error
 	// Send is the blocking form of Submit, for REST.
-	Send(ctx context.Context, req ingest.Request) (ingest.Result, error)
+	Send(ctx context.Context, req chatd.SendRequest) (chatd.SendResult, error)
 }
 
 // Deliverer is live delivery on this node. *push.Registry implements it.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
 )
@@ -62,12 +61,12 @@ func (s *Server) editMessage(c *fiber.Ctx) error {
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	return s.submitEvent(c, ingest.Request{Kind: chatd.EventEdit, CID: req.CID, Body: req.Body})
+	return s.submitEvent(c, chatd.SendRequest{Kind: chatd.EventEdit, CID: req.CID, Body: req.Body})
 }
 
 // deleteMessage: DELETE /api/chats/:id/messages/:mid?cid=K.
 func (s *Server) deleteMessage(c *fiber.Ctx) error {
-	return s.submitEvent(c, ingest.Request{Kind: chatd.EventDelete, CID: c.Query("cid")})
+	return s.submitEvent(c, chatd.SendRequest{Kind: chatd.EventDelete, CID: c.Query("cid")})
 }
 
 type reactRequest struct {
@@ -85,13 +84,13 @@ func (s *Server) reactMessage(c *fiber.Ctx) error {
 	if req.On == nil {
 		return s.fail(c, fmt.Errorf("on is required (true adds, false removes): %w", chatd.ErrInvalid))
 	}
-	return s.submitEvent(c, ingest.Request{Kind: chatd.EventReaction, CID: req.CID, Emoji: req.Emoji, On: *req.On})
+	return s.submitEvent(c, chatd.SendRequest{Kind: chatd.EventReaction, CID: req.CID, Emoji: req.Emoji, On: *req.On})
 }
 
 // submitEvent completes req with the route's chat, target and caller, sends
 // it through ingest and answers like a REST send: 201 with the event, 200
 // with the original for a resend of its cid.
-func (s *Server) submitEvent(c *fiber.Ctx, req ingest.Request) error {
+func (s *Server) submitEvent(c *fiber.Ctx, req chatd.SendRequest) error {
 	chat, mid, err := messageParams(c)
 	if err != nil {
 		return s.fail(c, err)

@@ -10,16 +10,8 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/ingest"
-	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/gofiber/fiber/v2"
-)
-
-// History page sizes of the contract.
-const (
-	defaultPageLimit = 100
-	maxPageLimit     = 1000
 )
 
 // historyPage is the body of GET /api/chats/:id/messages. Next is the id to
@@ -88,8 +80,8 @@ var historyParams = []string{"since", "after_seq", "before", "limit"}
 // historyQuery parses since/after_seq/before/limit. Bad values are 400
 // rather than silently defaulted: a client paging with a broken cursor must
 // learn of it.
-func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
-	q := store.HistoryQuery{Limit: defaultPageLimit}
+func historyQuery(c *fiber.Ctx) (chatd.HistoryQuery, error) {
+	q := chatd.HistoryQuery{Limit: chatd.DefaultHistoryLimit}
 	if err := onlyParams(c, historyParams); err != nil {
 		return q, err
 	}
@@ -130,17 +122,17 @@ func historyQuery(c *fiber.Ctx) (store.HistoryQuery, error) {
 	return q, nil
 }
 
-// pageLimit parses a limit of 1 or more, capped at maxPageLimit however
+// pageLimit parses a limit of 1 or more, capped at chatd.MaxHistoryLimit however
 // large it is written (also beyond int64), as the contract says.
 func pageLimit(v string) (int, error) {
 	n, err := strconv.ParseUint(v, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
-		return maxPageLimit, nil
+		return chatd.MaxHistoryLimit, nil
 	}
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("limit %.32q is not a number from 1 (values over %d are capped): %w", v, maxPageLimit, chatd.ErrInvalid)
+		return 0, fmt.Errorf("limit %.32q is not a number from 1 (values over %d are capped): %w", v, chatd.MaxHistoryLimit, chatd.ErrInvalid)
 	}
-	return int(min(n, maxPageLimit)), nil
+	return int(min(n, chatd.MaxHistoryLimit)), nil
 }
 
 // onlyParams fails with chatd.ErrInvalid naming every query parameter of
@@ -178,8 +170,9 @@ type postMessageResponse struct {
 }
 
 // postMessage: POST /api/chats/:id/messages. It goes through ingest like a
-// WebSocket send, so idempotency on (sender, cid) and membership (checked in
-// the committing transaction) are the same on both paths.
+// WebSocket send, so the body's checks (SendRequest.Check, in ingest),
+// idempotency on (sender, cid) and membership (checked in the committing
+// transaction) are the same on both paths.
 func (s *Server) postMessage(c *fiber.Ctx) error {
 	id, err := chatParam(c)
 	if err != nil {
@@ -192,17 +185,14 @@ func (s *Server) postMessage(c *fiber.Ctx) error {
 	if !chatd.ValidCID(req.CID) {
 		return s.fail(c, fmt.Errorf("cid must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxCIDLen, chatd.ErrInvalid))
 	}
-	if err := chatd.CheckBody(req.Body, s.cfg.Limits.MaxBodyBytes); err != nil {
-		return s.fail(c, err)
-	}
 	who := identity(c)
-	return s.submit(c, ingest.Request{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
+	return s.submit(c, chatd.SendRequest{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
 }
 
 // submit sends req through ingest and answers like POST …/messages: 201
 // with the stored event, 200 for a resend of its cid, or the mapped error.
 // Every REST call that stores an event (send, edit, delete, react) ends here.
-func (s *Server) submit(c *fiber.Ctx, req ingest.Request) error {
+func (s *Server) submit(c *fiber.Ctx, req chatd.SendRequest) error {
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
 	res, err := s.cfg.Ingest.Send(ctx, req)

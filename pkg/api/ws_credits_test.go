@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
-	"github.com/chatd/chatd/pkg/ingest"
 )
 
 // heldIngest delays every answer of a real Ingester until release: the one
@@ -17,8 +17,8 @@ type heldIngest struct {
 	held []func()
 }
 
-func (h *heldIngest) Submit(req ingest.Request, done func(ingest.Result)) error {
-	return h.Ingester.Submit(req, func(r ingest.Result) {
+func (h *heldIngest) Submit(req chatd.SendRequest, done func(chatd.SendResult)) error {
+	return h.Ingester.Submit(req, func(r chatd.SendResult) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.held = append(h.held, func() { done(r) })

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
@@ -222,30 +221,35 @@ func (s *session) onAck(f wire.ClientFrame) {
 	s.g.cfg.Delivery.Ack(s, f.IDs)
 }
 
-// onSend checks the connection's limits and the body, then submits to
-// ingest; the answer comes back through onResult after commit (G1).
+// onSend checks the connection's limits, then submits to ingest, which
+// checks the body; the answer comes back through onResult after commit (G1).
 func (s *session) onSend(f wire.ClientFrame) {
 	if !s.admit(f.CID) {
 		return
 	}
-	if err := chatd.CheckBody(f.Body, s.g.cfg.Limits.MaxBodyBytes); err != nil {
-		s.limits.returnCredit()
-		s.reject(f.CID, rejectCode(err), err.Error())
-		return
+	if s.submit(f) {
+		s.typing.sent(f.Chat)
 	}
-	s.typing.sent(f.Chat)
+}
+
+// submit hands the request of a send, edit, delete or react frame to
+// ingest, for which the caller holds a credit. Ingest checks it (the one
+// check of every path, WebSocket and REST); a refusal is answered
+// `rejected` and returns the credit. It reports whether ingest took it.
+func (s *session) submit(f wire.ClientFrame) bool {
 	cid := f.CID
-	req := ingest.Request{Chat: f.Chat, From: s.id.User, Device: s.id.Device, CID: cid, Body: f.Body, Meta: f.Meta}
-	err := s.g.cfg.Ingest.Submit(req, func(r ingest.Result) { s.onResult(cid, r) })
+	err := s.g.cfg.Ingest.Submit(f.SendRequest(s.id.User, s.id.Device), func(r chatd.SendResult) { s.onResult(cid, r) })
 	if err != nil {
 		s.limits.returnCredit()
 		s.reject(cid, rejectCode(err), clientMessage(err))
+		return false
 	}
+	return true
 }
 
 // onResult runs on an ingest commit worker: it must not block, and only
 // queues the answer.
-func (s *session) onResult(cid string, r ingest.Result) {
+func (s *session) onResult(cid string, r chatd.SendResult) {
 	s.limits.returnCredit()
 	if r.Err != nil {
 		s.reject(cid, rejectCode(r.Err), clientMessage(r.Err))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
 )
@@ -85,8 +86,8 @@ func benchGroupCommit(b *testing.B, batch, workers int) {
 		window <- struct{}{}
 		wg.Add(1)
 		p := i % pairs
-		req := ingest.Request{Chat: chats[p], From: fmt.Sprint("a", p), Device: "d", CID: fmt.Sprint("k", i), Body: "benchmark message body"}
-		if err := in.Submit(req, func(r ingest.Result) {
+		req := chatd.SendRequest{Chat: chats[p], From: fmt.Sprint("a", p), Device: "d", CID: fmt.Sprint("k", i), Body: "benchmark message body"}
+		if err := in.Submit(req, func(r chatd.SendResult) {
 			if r.Err != nil {
 				b.Error(r.Err)
 			}

@@ -25,10 +25,10 @@ func TestCIDReusedInOneBatchIsAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := make(chan ingest.Result, 2)
+	results := make(chan chatd.SendResult, 2)
 	for _, chat := range []string{a, b} {
-		if err := in.Submit(ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "x1", Body: "hi"},
-			func(r ingest.Result) { results <- r }); err != nil {
+		if err := in.Submit(chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "x1", Body: "hi"},
+			func(r chatd.SendResult) { results <- r }); err != nil {
 			t.Fatal(err)
 		}
 	}

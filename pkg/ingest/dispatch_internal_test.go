@@ -4,10 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/chatd/chatd"
 )
 
 func sendTo(chat string, at time.Time) item {
-	return item{req: Request{Chat: chat}, queued: at}
+	return item{req: chatd.SendRequest{Chat: chat}, queued: at}
 }
 
 func chatsOf(f *flight) []string {

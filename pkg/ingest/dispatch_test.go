@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
 )
@@ -73,8 +74,8 @@ func TestConcurrentBatchesNeverShareAChat(t *testing.T) {
 	for k := 0; k < each; k++ {
 		for i, chat := range ids {
 			wg.Add(1)
-			req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprintf("c%d-%d", i, k), Body: "x"}
-			if err := in.Submit(req, func(r ingest.Result) {
+			req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprintf("c%d-%d", i, k), Body: "x"}
+			if err := in.Submit(req, func(r chatd.SendResult) {
 				defer wg.Done()
 				if r.Err != nil {
 					failed.Add(1)
@@ -114,8 +115,8 @@ func TestSubmissionOrderIsSeqOrderWithinAChat(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(2)
-		req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprintf("o%d", i), Body: "x"}
-		if err := in.Submit(req, func(r ingest.Result) {
+		req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprintf("o%d", i), Body: "x"}
+		if err := in.Submit(req, func(r chatd.SendResult) {
 			defer wg.Done()
 			if r.Err != nil {
 				t.Errorf("send %d: %v", i, r.Err)
@@ -125,8 +126,8 @@ func TestSubmissionOrderIsSeqOrderWithinAChat(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Traffic in another chat keeps the other workers busy meanwhile.
-		req = ingest.Request{Chat: other, From: "bob", Device: "d", CID: fmt.Sprintf("b%d", i), Body: "y"}
-		if err := in.Submit(req, func(ingest.Result) { wg.Done() }); err != nil {
+		req = chatd.SendRequest{Chat: other, From: "bob", Device: "d", CID: fmt.Sprintf("b%d", i), Body: "y"}
+		if err := in.Submit(req, func(chatd.SendResult) { wg.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ func TestSendOverTheEnvelopeLimitIsRefused(t *testing.T) {
 		{"plain body, 251 members", big, "c", strings.Repeat("x", 600), nil},
 	}
 	for _, tt := range tests {
-		res, err := in.Send(ctxT(t, 10*time.Second), ingest.Request{Chat: tt.chat, From: "alice", Device: "d", CID: tt.cid, Body: tt.body})
+		res, err := in.Send(ctxT(t, 10*time.Second), chatd.SendRequest{Chat: tt.chat, From: "alice", Device: "d", CID: tt.cid, Body: tt.body})
 		if err == nil {
 			err = res.Err
 		}

@@ -18,32 +18,32 @@ func TestSubmitChecksEvents(t *testing.T) {
 	chat := mustGroup(t, s, "alice", "bob")
 	in := mustIngest(t, s, nil)
 	target := "01HZZZZZZZZZZZZZZZZZZZZZZZ"
-	base := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "k"}
-	with := func(f func(*ingest.Request)) ingest.Request { r := base; f(&r); return r }
+	base := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "k"}
+	with := func(f func(*chatd.SendRequest)) chatd.SendRequest { r := base; f(&r); return r }
 	tests := []struct {
 		name string
-		req  ingest.Request
+		req  chatd.SendRequest
 		want error
 	}{
-		{"meta not an object", with(func(r *ingest.Request) { r.Body, r.Meta = "hi", []byte(`[1]`) }), chatd.ErrInvalid},
-		{"meta not JSON", with(func(r *ingest.Request) { r.Body, r.Meta = "hi", []byte(`{x`) }), chatd.ErrInvalid},
-		{"meta over 2048", with(func(r *ingest.Request) {
+		{"meta not an object", with(func(r *chatd.SendRequest) { r.Body, r.Meta = "hi", []byte(`[1]`) }), chatd.ErrInvalid},
+		{"meta not JSON", with(func(r *chatd.SendRequest) { r.Body, r.Meta = "hi", []byte(`{x`) }), chatd.ErrInvalid},
+		{"meta over 2048", with(func(r *chatd.SendRequest) {
 			r.Body, r.Meta = "hi", []byte(`{"a":"`+strings.Repeat("x", 2043)+`"}`)
 		}), chatd.ErrTooLarge},
-		{"edit without target", with(func(r *ingest.Request) { r.Kind, r.Body = chatd.EventEdit, "b" }), chatd.ErrInvalid},
-		{"edit without body", with(func(r *ingest.Request) { r.Kind, r.Target = chatd.EventEdit, target }), chatd.ErrInvalid},
-		{"edit with meta", with(func(r *ingest.Request) {
+		{"edit without target", with(func(r *chatd.SendRequest) { r.Kind, r.Body = chatd.EventEdit, "b" }), chatd.ErrInvalid},
+		{"edit without body", with(func(r *chatd.SendRequest) { r.Kind, r.Target = chatd.EventEdit, target }), chatd.ErrInvalid},
+		{"edit with meta", with(func(r *chatd.SendRequest) {
 			r.Kind, r.Target, r.Body, r.Meta = chatd.EventEdit, target, "b", []byte(`{}`)
 		}), chatd.ErrInvalid},
-		{"empty emoji", with(func(r *ingest.Request) { r.Kind, r.Target = chatd.EventReaction, target }), chatd.ErrInvalid},
-		{"emoji over 32 bytes", with(func(r *ingest.Request) {
+		{"empty emoji", with(func(r *chatd.SendRequest) { r.Kind, r.Target = chatd.EventReaction, target }), chatd.ErrInvalid},
+		{"emoji over 32 bytes", with(func(r *chatd.SendRequest) {
 			r.Kind, r.Target, r.Emoji = chatd.EventReaction, target, strings.Repeat("👍", 9)
 		}), chatd.ErrTooLarge},
-		{"unknown kind", with(func(r *ingest.Request) { r.Kind, r.Target = "poke", target }), chatd.ErrInvalid},
+		{"unknown kind", with(func(r *chatd.SendRequest) { r.Kind, r.Target = "poke", target }), chatd.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := in.Submit(tt.req, func(ingest.Result) { t.Error("done called for a refused request") })
+			err := in.Submit(tt.req, func(chatd.SendResult) { t.Error("done called for a refused request") })
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
@@ -67,12 +67,12 @@ func TestEventsThroughIngest(t *testing.T) {
 	})
 	ctx := ctxT(t, 10*time.Second)
 	meta := `{ "a" : "` + strings.Repeat("x", 2048-12) + `" }`
-	msg, err := in.Send(ctx, ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "m", Body: "hi", Meta: []byte(meta)})
+	msg, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "m", Body: "hi", Meta: []byte(meta)})
 	if err != nil || msg.Err != nil {
 		t.Fatalf("send with meta of %d bytes: %v %v", len(meta), err, msg.Err)
 	}
 	<-committed
-	r, err := in.Send(ctx, ingest.Request{Chat: chat, From: "bob", Device: "d", CID: "r", Kind: chatd.EventReaction,
+	r, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: "bob", Device: "d", CID: "r", Kind: chatd.EventReaction,
 		Target: msg.Message.ID, Emoji: "👍", On: true})
 	if err != nil || r.Err != nil || r.Message.Seq != 2 {
 		t.Fatalf("react: %v %+v", err, r)
@@ -94,7 +94,7 @@ func TestEventsAndMessagesInterleavedStayGapless(t *testing.T) {
 	chat := mustGroup(t, s, "alice", "bob", "carol")
 	in := mustIngest(t, s, nil)
 	ctx := ctxT(t, 30*time.Second)
-	first, err := in.Send(ctx, ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "first", Body: "hi"})
+	first, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "first", Body: "hi"})
 	if err != nil || first.Err != nil {
 		t.Fatalf("first: %v %v", err, first.Err)
 	}
@@ -103,7 +103,7 @@ func TestEventsAndMessagesInterleavedStayGapless(t *testing.T) {
 	for _, user := range []string{"alice", "bob", "carol"} {
 		go func() {
 			for i := range each {
-				req := ingest.Request{Chat: chat, From: user, Device: "d", CID: user + "-" + strconv.Itoa(i), Body: "m"}
+				req := chatd.SendRequest{Chat: chat, From: user, Device: "d", CID: user + "-" + strconv.Itoa(i), Body: "m"}
 				switch {
 				case i%2 == 1:
 					req.Kind, req.Target, req.Body, req.Emoji, req.On = chatd.EventReaction, first.Message.ID, "", "x", i%4 == 1
@@ -127,7 +127,7 @@ func TestEventsAndMessagesInterleavedStayGapless(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	msgs, _, err := s.History(ctx, chat, store.HistoryQuery{Limit: 1000})
+	msgs, _, err := s.History(ctx, chat, chatd.HistoryQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

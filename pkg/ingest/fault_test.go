@@ -44,10 +44,10 @@ func TestKilledBatchLeavesNothingAndAcceptsNobody(t *testing.T) {
 	}
 	in := mustIngest(t, s, func(c *ingest.Config) { c.BatchDelay = 50 * time.Millisecond })
 	const n = 5
-	results := make(chan ingest.Result, n)
+	results := make(chan chatd.SendResult, n)
 	for i := 0; i < n; i++ {
-		req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
-		if err := in.Submit(req, func(r ingest.Result) { results <- r }); err != nil {
+		req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
+		if err := in.Submit(req, func(r chatd.SendResult) { results <- r }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestKilledBatchLeavesNothingAndAcceptsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		r, err := in.Send(ctx, ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"})
+		r, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"})
 		if err != nil || r.Err != nil || r.Duplicate || r.Message.Seq != int64(i+1) {
 			t.Fatalf("resend %d: %v %+v, want seq %d fresh", i, err, r, i+1)
 		}
@@ -106,7 +106,7 @@ func TestPostgresRestartDuringSendStorm(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				cid := fmt.Sprint("k", i)
-				r := sendUntilAccepted(ctx, t, in, ingest.Request{Chat: chat, From: user, Device: "d", CID: cid, Body: "x"})
+				r := sendUntilAccepted(ctx, t, in, chatd.SendRequest{Chat: chat, From: user, Device: "d", CID: cid, Body: "x"})
 				mu.Lock()
 				if prev, dup := accepted[r.Message.ID]; dup && prev != user+"/"+cid {
 					t.Errorf("id %s answered for two sends", r.Message.ID)
@@ -127,13 +127,13 @@ func TestPostgresRestartDuringSendStorm(t *testing.T) {
 	if len(accepted) != senders*each {
 		t.Fatalf("accepted %d distinct messages, want %d", len(accepted), senders*each)
 	}
-	msgs, _, err := s.History(ctx, chat, store.HistoryQuery{Limit: 1000})
+	msgs, _, err := s.History(ctx, chat, chatd.HistoryQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all = msgs
 	for len(msgs) == 1000 {
-		if msgs, _, err = s.History(ctx, chat, store.HistoryQuery{AfterSeq: all[len(all)-1].Seq, Limit: 1000}); err != nil {
+		if msgs, _, err = s.History(ctx, chat, chatd.HistoryQuery{AfterSeq: all[len(all)-1].Seq, Limit: 1000}); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, msgs...)
@@ -153,7 +153,7 @@ func TestPostgresRestartDuringSendStorm(t *testing.T) {
 
 // sendUntilAccepted resends with the same cid until the send is accepted,
 // as a client does after an error or a lost answer.
-func sendUntilAccepted(ctx context.Context, t *testing.T, in *ingest.Ingest, req ingest.Request) ingest.Result {
+func sendUntilAccepted(ctx context.Context, t *testing.T, in *ingest.Ingest, req chatd.SendRequest) chatd.SendResult {
 	for {
 		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
 		r, err := in.Send(attempt, req)

@@ -2,7 +2,8 @@
 // bounded inbound queue, group commit into PostgreSQL (history and outbox in
 // one transaction per batch), the sender's `accepted` strictly after commit
 // (G1), and then the hand-off of the committed batch to the fast path.
-// It never sees a socket: callers submit a Request and get a Result callback.
+// It never sees a socket: callers submit a chatd.SendRequest and get a
+// chatd.SendResult callback.
 package ingest
 
 import (
@@ -25,31 +26,6 @@ import (
 // implements it. A returned error means nothing of the batch was stored.
 type Committer interface {
 	CommitBatch(ctx context.Context, sends []store.Send) ([]store.Outcome, error)
-}
-
-// Request is one send as a client asked for it.
-type Request struct {
-	Chat, From, Device, CID, Body string
-
-	// Event fields (docs/protocol.md "Events (v2)"); see events.go.
-	Kind   chatd.EventKind // "" or chatd.EventMessage: a message
-	Target string          // edit, delete, reaction: the message's id
-	Meta   []byte          // message: optional JSON object as the client encoded it
-	Emoji  string          // reaction
-	On     bool            // reaction: add (true) or remove
-}
-
-// Result is the outcome of one Request. Err is nil when the message is
-// durably accepted (Message holds its id, seq and ts); Duplicate reports a
-// resend of an already stored (From, CID) for the same chat, answered with
-// the original. Otherwise Err wraps chatd.ErrNotFound, chatd.ErrForbidden,
-// chatd.ErrCIDConflict (the cid names a message of another chat),
-// chatd.ErrTooLarge (the envelope would exceed Config.MaxEnvelopeBytes) or
-// chatd.ErrUnavailable (the batch's transaction failed: resend with the same cid).
-type Result struct {
-	Message   chatd.Message
-	Duplicate bool
-	Err       error
 }
 
 // Config configures an Ingest. Zero values take the documented defaults.
@@ -156,8 +132,8 @@ func (c *Config) checkEnvelopeFits() error {
 
 // item is one queued send with its answer: done, or for a Send its waiter.
 type item struct {
-	req    Request
-	done   func(Result)
+	req    chatd.SendRequest
+	done   func(chatd.SendResult)
 	wait   *waiter   // set by Send: the caller may give up before the commit (see shed.go)
 	queued time.Time // when Submit queued it: its batch's gather window starts here
 }
@@ -201,18 +177,20 @@ func New(cfg Config) (*Ingest, error) {
 // MaxBodyBytes is the body limit in force (for the gateway's hello).
 func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
 
-// Submit validates req and queues it without blocking. It returns an error
-// wrapping chatd.ErrInvalid or chatd.ErrTooLarge for bad input,
+// Submit checks req (chatd.SendRequest.Check against Config.MaxBodyBytes:
+// the one validation every path to the store goes through) and queues it
+// without blocking. It returns an error wrapping chatd.ErrInvalid or
+// chatd.ErrTooLarge for bad input,
 // chatd.ErrOverloaded when Ingest already holds QueueSize sends and
 // chatd.ErrClosed once shutdown began; then done is never called. Otherwise
 // done is called exactly once, from a commit worker, after the send's batch
 // committed or failed; done must not block.
-func (in *Ingest) Submit(req Request, done func(Result)) error {
+func (in *Ingest) Submit(req chatd.SendRequest, done func(chatd.SendResult)) error {
 	return in.submit(req, done, nil)
 }
 
-func (in *Ingest) submit(req Request, done func(Result), w *waiter) error {
-	if err := in.validate(&req); err != nil {
+func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *waiter) error {
+	if err := req.Check(in.cfg.MaxBodyBytes); err != nil {
 		in.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
@@ -237,20 +215,6 @@ func (in *Ingest) submit(req Request, done func(Result), w *waiter) error {
 func (in *Ingest) overloaded() error {
 	in.metrics.rejected.WithLabelValues("overloaded").Inc()
 	return fmt.Errorf("ingest holds %d sends (queue size): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
-}
-
-func (in *Ingest) validate(r *Request) error {
-	switch {
-	case !chatd.ValidChatID(r.Chat):
-		return fmt.Errorf("chat id %q is not 1-%d chars of [A-Za-z0-9_-]: %w", r.Chat, chatd.MaxChatIDLen, chatd.ErrInvalid)
-	case !chatd.ValidCID(r.CID):
-		return fmt.Errorf("cid %q is not 1-%d chars of [A-Za-z0-9_-]: %w", r.CID, chatd.MaxCIDLen, chatd.ErrInvalid)
-	case !chatd.ValidUserID(r.From):
-		return fmt.Errorf("sender %q: %w", r.From, chatd.ErrInvalid)
-	case !chatd.ValidDeviceID(r.Device):
-		return fmt.Errorf("device %q: %w", r.Device, chatd.ErrInvalid)
-	}
-	return in.validateEvent(r)
 }
 
 // Run commits batches until ctx is done, then stops taking sends, commits

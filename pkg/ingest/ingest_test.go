@@ -74,9 +74,9 @@ func sendMany(in *ingest.Ingest, chat, user string, n int, seqs chan<- int64) er
 	for i := 0; i < n; i++ {
 		sem <- struct{}{}
 		wg.Add(1)
-		req := ingest.Request{Chat: chat, From: user, Device: "d", CID: fmt.Sprintf("c%d", i), Body: "x"}
+		req := chatd.SendRequest{Chat: chat, From: user, Device: "d", CID: fmt.Sprintf("c%d", i), Body: "x"}
 		for {
-			err := in.Submit(req, func(r ingest.Result) {
+			err := in.Submit(req, func(r chatd.SendResult) {
 				defer wg.Done()
 				defer func() { <-sem }()
 				if r.Err != nil {
@@ -111,7 +111,7 @@ func pageUntil(s *store.Store, chat string, total int64, stop <-chan struct{}) e
 		if time.Now().After(deadline) {
 			return fmt.Errorf("reader stuck at seq %d of %d", after, total)
 		}
-		msgs, _, err := s.History(context.Background(), chat, store.HistoryQuery{AfterSeq: after, Limit: 500})
+		msgs, _, err := s.History(context.Background(), chat, chatd.HistoryQuery{AfterSeq: after, Limit: 500})
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func TestResendSameCIDAnsweredWithOriginal(t *testing.T) {
 	chat := mustGroup(t, s, "alice", "bob")
 	in := mustIngest(t, s, nil)
 	ctx := ctxT(t, 10*time.Second)
-	req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "k1", Body: "hello"}
+	req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "k1", Body: "hello"}
 	first, err := in.Send(ctx, req)
 	if err != nil || first.Err != nil {
 		t.Fatalf("first send: %v %v", err, first.Err)
@@ -150,7 +150,7 @@ func TestResendSameCIDAnsweredWithOriginal(t *testing.T) {
 	if !again.Duplicate || again.Message.ID != first.Message.ID || again.Message.Seq != first.Message.Seq {
 		t.Fatalf("resend: got %+v dup=%v, want the original %s seq %d", again.Message, again.Duplicate, first.Message.ID, first.Message.Seq)
 	}
-	msgs, _, err := s.History(ctx, chat, store.HistoryQuery{})
+	msgs, _, err := s.History(ctx, chat, chatd.HistoryQuery{})
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("history: %d messages (%v), want 1", len(msgs), err)
 	}
@@ -161,24 +161,24 @@ func TestSubmitRejectsBadInput(t *testing.T) {
 	s := mustStore(t)
 	chat := mustGroup(t, s, "alice", "bob")
 	in := mustIngest(t, s, func(c *ingest.Config) { c.MaxBodyBytes = 8 })
-	ok := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "k", Body: "hi"}
+	ok := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "k", Body: "hi"}
 	tests := []struct {
 		name string
-		edit func(*ingest.Request)
+		edit func(*chatd.SendRequest)
 		want error
 	}{
-		{"empty body", func(r *ingest.Request) { r.Body = "" }, chatd.ErrInvalid},
-		{"body too large", func(r *ingest.Request) { r.Body = strings.Repeat("x", 9) }, chatd.ErrTooLarge},
-		{"invalid utf8", func(r *ingest.Request) { r.Body = "\xff\xfe" }, chatd.ErrInvalid},
-		{"bad cid", func(r *ingest.Request) { r.CID = "a b" }, chatd.ErrInvalid},
-		{"long cid", func(r *ingest.Request) { r.CID = strings.Repeat("k", 65) }, chatd.ErrInvalid},
-		{"bad chat", func(r *ingest.Request) { r.Chat = "" }, chatd.ErrInvalid},
+		{"empty body", func(r *chatd.SendRequest) { r.Body = "" }, chatd.ErrInvalid},
+		{"body too large", func(r *chatd.SendRequest) { r.Body = strings.Repeat("x", 9) }, chatd.ErrTooLarge},
+		{"invalid utf8", func(r *chatd.SendRequest) { r.Body = "\xff\xfe" }, chatd.ErrInvalid},
+		{"bad cid", func(r *chatd.SendRequest) { r.CID = "a b" }, chatd.ErrInvalid},
+		{"long cid", func(r *chatd.SendRequest) { r.CID = strings.Repeat("k", 65) }, chatd.ErrInvalid},
+		{"bad chat", func(r *chatd.SendRequest) { r.Chat = "" }, chatd.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ok
 			tt.edit(&req)
-			err := in.Submit(req, func(ingest.Result) { t.Error("done called for a rejected submit") })
+			err := in.Submit(req, func(chatd.SendResult) { t.Error("done called for a rejected submit") })
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
@@ -189,12 +189,12 @@ func TestSubmitRejectsBadInput(t *testing.T) {
 		chat, from string
 		want       error
 	}{{"nochat", "alice", chatd.ErrNotFound}, {chat, "mallory", chatd.ErrForbidden}} {
-		r, err := in.Send(ctx, ingest.Request{Chat: tc.chat, From: tc.from, Device: "d", CID: "k2", Body: "hi"})
+		r, err := in.Send(ctx, chatd.SendRequest{Chat: tc.chat, From: tc.from, Device: "d", CID: "k2", Body: "hi"})
 		if err != nil || !errors.Is(r.Err, tc.want) {
 			t.Fatalf("send to %s as %s: got %v / %v, want %v", tc.chat, tc.from, err, r.Err, tc.want)
 		}
 	}
-	if msgs, _, _ := s.History(ctx, chat, store.HistoryQuery{}); len(msgs) != 0 {
+	if msgs, _, _ := s.History(ctx, chat, chatd.HistoryQuery{}); len(msgs) != 0 {
 		t.Fatalf("rejected sends stored %d messages", len(msgs))
 	}
 }
@@ -210,11 +210,11 @@ func TestFullQueueRejectsOverloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if err := in.Submit(ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}, func(ingest.Result) {}); err != nil {
+		if err := in.Submit(chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}, func(chatd.SendResult) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err = in.Submit(ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "k3", Body: "x"}, func(ingest.Result) {})
+	err = in.Submit(chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "k3", Body: "x"}, func(chatd.SendResult) {})
 	if !errors.Is(err, chatd.ErrOverloaded) {
 		t.Fatalf("third submit into a full queue: got %v, want ErrOverloaded", err)
 	}
@@ -231,8 +231,8 @@ func TestShutdownDrainsQueue(t *testing.T) {
 	var answered atomic.Int32
 	const n = 100
 	for i := 0; i < n; i++ {
-		req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
-		if err := in.Submit(req, func(r ingest.Result) {
+		req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
+		if err := in.Submit(req, func(r chatd.SendResult) {
 			if r.Err == nil {
 				answered.Add(1)
 			}
@@ -248,7 +248,7 @@ func TestShutdownDrainsQueue(t *testing.T) {
 	if got := answered.Load(); got != n {
 		t.Fatalf("accepted %d of %d queued before shutdown", got, n)
 	}
-	if err := in.Submit(ingest.Request{Chat: chat, From: "alice", Device: "d", CID: "late", Body: "x"}, func(ingest.Result) {}); !errors.Is(err, chatd.ErrClosed) {
+	if err := in.Submit(chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "late", Body: "x"}, func(chatd.SendResult) {}); !errors.Is(err, chatd.ErrClosed) {
 		t.Fatalf("submit after shutdown: got %v, want ErrClosed", err)
 	}
 }

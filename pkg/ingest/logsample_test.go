@@ -43,7 +43,7 @@ func TestRepeatedCommitFailuresAreSampled(t *testing.T) {
 
 	const n = 20
 	for i := 0; i < n; i++ {
-		r, err := in.Send(ctx, ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("f", i), Body: "x"})
+		r, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("f", i), Body: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestReadsGroupCommitReceipts(t *testing.T) {
 	chat := mustGroup(t, s, members...)
 	ctx := ctxT(t, 30*time.Second)
 	in := mustIngest(t, s, nil)
-	r, err := in.Send(ctx, ingest.Request{Chat: chat, From: members[0], Device: "d", CID: "k", Body: "hello"})
+	r, err := in.Send(ctx, chatd.SendRequest{Chat: chat, From: members[0], Device: "d", CID: "k", Body: "hello"})
 	if err != nil || r.Err != nil {
 		t.Fatalf("send: %v %v", err, r.Err)
 	}

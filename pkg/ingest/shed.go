@@ -35,7 +35,7 @@ const (
 // waiter is a Send's answer channel and its claim on the send.
 type waiter struct {
 	state  atomic.Int32
-	result chan Result // buffered 1: the worker never blocks on it
+	result chan chatd.SendResult // buffered 1: the worker never blocks on it
 }
 
 // Send submits req and waits for its Result: the blocking form for REST.
@@ -46,13 +46,13 @@ type waiter struct {
 // running, which cannot be recalled, the error wraps chatd.ErrOutcomeUnknown
 // (resend with the same cid to learn the outcome). A queued send that failed
 // reports its failure in Result.Err.
-func (in *Ingest) Send(ctx context.Context, req Request) (Result, error) {
+func (in *Ingest) Send(ctx context.Context, req chatd.SendRequest) (chatd.SendResult, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("send not queued: %w: %w", chatd.ErrUnavailable, err)
+		return chatd.SendResult{}, fmt.Errorf("send not queued: %w: %w", chatd.ErrUnavailable, err)
 	}
-	w := &waiter{result: make(chan Result, 1)}
+	w := &waiter{result: make(chan chatd.SendResult, 1)}
 	if err := in.submit(req, nil, w); err != nil {
-		return Result{}, err
+		return chatd.SendResult{}, err
 	}
 	select {
 	case r := <-w.result:
@@ -61,18 +61,18 @@ func (in *Ingest) Send(ctx context.Context, req Request) (Result, error) {
 	}
 	if w.state.CompareAndSwap(waiting, abandoned) {
 		in.metrics.rejected.WithLabelValues("abandoned").Inc()
-		return Result{}, fmt.Errorf("gave up before the send's batch began, nothing stored: %w: %w", chatd.ErrUnavailable, ctx.Err())
+		return chatd.SendResult{}, fmt.Errorf("gave up before the send's batch began, nothing stored: %w: %w", chatd.ErrUnavailable, ctx.Err())
 	}
 	select {
 	case r := <-w.result: // answered meanwhile
 		return r, nil
 	default:
 	}
-	return Result{}, fmt.Errorf("gave up while the send's transaction was committing: %w: %w", chatd.ErrOutcomeUnknown, ctx.Err())
+	return chatd.SendResult{}, fmt.Errorf("gave up while the send's transaction was committing: %w: %w", chatd.ErrOutcomeUnknown, ctx.Err())
 }
 
 // answer delivers r to the send's caller.
-func (it *item) answer(r Result) {
+func (it *item) answer(r chatd.SendResult) {
 	if it.wait != nil {
 		it.wait.result <- r
 		return

@@ -92,9 +92,9 @@ func TestHungCommitRefusesSendsOverTheBound(t *testing.T) {
 	var failed atomic.Int32
 	taken, refused := 0, 0
 	for i := 0; i < offered; i++ {
-		req := ingest.Request{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
+		req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: fmt.Sprint("k", i), Body: "x"}
 		answered.Add(1)
-		err := in.Submit(req, func(r ingest.Result) {
+		err := in.Submit(req, func(r chatd.SendResult) {
 			if r.Err != nil {
 				failed.Add(1)
 			}
@@ -166,8 +166,8 @@ func TestSendGivenUpIsNeverStoredAfterwards(t *testing.T) {
 	})
 	release := mustLockChat(t, s, chat)
 	ctx := ctxT(t, 30*time.Second)
-	req := func(cid string) ingest.Request {
-		return ingest.Request{Chat: chat, From: "alice", Device: "d", CID: cid, Body: cid}
+	req := func(cid string) chatd.SendRequest {
+		return chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: cid, Body: cid}
 	}
 	send := func(ctx context.Context, cid string) <-chan error {
 		errc := make(chan error, 1)
@@ -230,7 +230,7 @@ func TestSendGivenUpIsNeverStoredAfterwards(t *testing.T) {
 // storedCIDs is the set of cids in chat's history.
 func storedCIDs(t *testing.T, s *store.Store, chat string) map[string]bool {
 	t.Helper()
-	msgs, _, err := s.History(context.Background(), chat, store.HistoryQuery{Limit: 1000})
+	msgs, _, err := s.History(context.Background(), chat, chatd.HistoryQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,17 +55,10 @@ func (w *worker) commit() {
 	w.sends = w.sends[:0]
 	for _, it := range w.batch {
 		w.sends = append(w.sends, store.Send{
-			ID:     ulid.MustNew(ulid.Timestamp(now), w.entropy).String(),
-			Chat:   it.req.Chat,
-			From:   it.req.From,
-			Device: it.req.Device,
-			CID:    it.req.CID,
-			Body:   it.req.Body,
-			TS:     now,
-
+			SendRequest:      it.req,
+			ID:               ulid.MustNew(ulid.Timestamp(now), w.entropy).String(),
+			TS:               now,
 			MaxEnvelopeBytes: in.cfg.MaxEnvelopeBytes,
-
-			Kind: it.req.Kind, Target: it.req.Target, Meta: it.req.Meta, Emoji: it.req.Emoji, On: it.req.On,
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CommitTimeout)
@@ -78,7 +71,7 @@ func (w *worker) commit() {
 	if err != nil {
 		in.metrics.failedBatches.Inc()
 		in.sampled.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
-		failed := Result{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
+		failed := chatd.SendResult{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
 		for _, it := range w.batch {
 			it.answer(failed)
 		}
@@ -91,13 +84,13 @@ func (w *worker) commit() {
 		switch {
 		case o.Err != nil:
 			in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
-			it.answer(Result{Err: o.Err})
+			it.answer(chatd.SendResult{Err: o.Err})
 		case o.Duplicate:
 			in.metrics.duplicates.Inc()
-			it.answer(Result{Message: o.Message, Duplicate: true})
+			it.answer(chatd.SendResult{Message: o.Message, Duplicate: true})
 		default:
 			in.metrics.accepted.Inc()
-			it.answer(Result{Message: o.Message})
+			it.answer(chatd.SendResult{Message: o.Message})
 			w.fresh = append(w.fresh, o.Accepted)
 		}
 	}

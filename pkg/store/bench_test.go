@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/rusage"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/oklog/ulid/v2"
@@ -29,10 +30,7 @@ func BenchmarkCommitBatch(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				for i := range batch {
-					batch[i] = store.Send{
-						ID: ulid.Make().String(), Chat: c.ID, From: "alice", Device: "phone",
-						CID: fmt.Sprintf("c%d", n), Body: "hello, this is a benchmark message", TS: time.Now(),
-					}
+					batch[i] = store.Send{ID: ulid.Make().String(), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: c.ID, From: "alice", Device: "phone", CID: fmt.Sprintf("c%d", n), Body: "hello, this is a benchmark message"}}
 					n++
 				}
 				if _, err := s.CommitBatch(ctx, batch); err != nil {

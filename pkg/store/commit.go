@@ -16,29 +16,19 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Send is one message handed to CommitBatch. The caller (ingest) has
-// validated it and assigned its ULID.
+// Send is one event handed to CommitBatch: the client's request, which the
+// caller (ingest) has checked (chatd.SendRequest.Check), with the ULID and
+// timestamp the caller assigned.
 type Send struct {
-	ID     string
-	Chat   string
-	From   string
-	Device string
-	CID    string
-	Body   string
-	TS     time.Time
+	chatd.SendRequest
+	ID string
+	TS time.Time
 	// MaxEnvelopeBytes bounds the send's encoded stream envelope (see
 	// codec.EnvelopeSize), checked with the chat's members as they
 	// are at commit; over it the send is refused with chatd.ErrTooLarge.
 	// A message the broker refuses would stop the relay at its row for every
 	// chat. 0 means unchecked.
 	MaxEnvelopeBytes int
-
-	// Event fields (see events.go): Kind "" is a message.
-	Kind   chatd.EventKind
-	Target string
-	Meta   []byte // compacted by chatd.CheckMeta; messages only
-	Emoji  string
-	On     bool
 }
 
 // Accepted is a stored message. For a Duplicate, Message is the original as
@@ -488,14 +478,7 @@ func (p *commitPlan) assign() {
 		first[k] = i
 		last++
 		p.lastSeq[snd.Chat] = last
-		p.out[i].Accepted = Accepted{
-			Message: chatd.Message{
-				ID: snd.ID, CID: snd.CID, Chat: snd.Chat, From: snd.From, Body: snd.Body,
-				Seq: last, TS: timeUTC(snd.TS), Device: snd.Device,
-			},
-			Recipients: mem,
-		}
-		setEventFields(&p.out[i].Message, snd)
+		p.out[i].Accepted = Accepted{Message: snd.Message(snd.ID, last, timeUTC(snd.TS)), Recipients: mem}
 		tg.apply(snd, timeUTC(snd.TS))
 		p.fresh = append(p.fresh, i)
 	}
@@ -648,15 +631,7 @@ func (p *commitPlan) checkEnvelope(snd *Send, seq int64, recipients []string) er
 		toSize = codec.JSONListSize(recipients)
 		p.recipientsSize[snd.Chat] = toSize
 	}
-	e := chatd.Envelope{
-		OutboxID: math.MaxInt64,
-		Message: chatd.Message{
-			ID: snd.ID, CID: snd.CID, Chat: snd.Chat, From: snd.From, Body: snd.Body,
-			Seq: seq, TS: timeUTC(snd.TS),
-		},
-		Device: snd.Device,
-	}
-	setEventFields(&e.Message, snd)
+	e := chatd.Envelope{OutboxID: math.MaxInt64, Message: snd.Message(snd.ID, seq, timeUTC(snd.TS)), Device: snd.Device}
 	if n := codec.EnvelopeSizeWithRecipients(&e, toSize); n > snd.MaxEnvelopeBytes {
 		return fmt.Errorf("the message would be %d bytes on the delivery stream (its body escaped for JSON, %d recipients), over the limit of %d: "+
 			"send a shorter body (control characters and < > & count 6 bytes each): %w",

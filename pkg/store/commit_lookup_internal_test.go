@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/oklog/ulid/v2"
 )
@@ -27,7 +28,7 @@ func TestFirstAttemptLeavesDuplicatesToTheRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	send := func(from, cid string) Send {
-		return Send{ID: ulid.Make().String(), Chat: c.ID, From: from, Device: "d", CID: cid, Body: "b", TS: time.Now()}
+		return Send{ID: ulid.Make().String(), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: c.ID, From: from, Device: "d", CID: cid, Body: "b"}}
 	}
 	stored := func() int64 {
 		var n int64

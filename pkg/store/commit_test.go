@@ -212,7 +212,7 @@ func pageWhileWriting(ctx context.Context, s *store.Store, chat string, writing 
 			done = true
 		default:
 		}
-		msgs, _, err := s.History(ctx, chat, store.HistoryQuery{AfterSeq: cursor, Limit: 50})
+		msgs, _, err := s.History(ctx, chat, chatd.HistoryQuery{AfterSeq: cursor, Limit: 50})
 		if err != nil {
 			return err
 		}

@@ -114,20 +114,6 @@ func (t *target) apply(snd *Send, ts time.Time) {
 	}
 }
 
-// setEventFields copies the event fields of snd into m as the wire carries
-// them: no kind for a message, meta only on messages, on only on reactions.
-func setEventFields(m *chatd.Message, snd *Send) {
-	if snd.Kind.Normal() == chatd.EventMessage {
-		m.Meta = snd.Meta
-		return
-	}
-	m.Kind, m.Target = snd.Kind, snd.Target
-	if snd.Kind == chatd.EventReaction {
-		on := snd.On
-		m.Emoji, m.On = snd.Emoji, &on
-	}
-}
-
 // storedKind is a history row's kind as chatd.Message carries it ("" for a
 // message).
 func storedKind(k chatd.EventKind) chatd.EventKind {

@@ -16,8 +16,7 @@ import (
 
 // ev builds one event send.
 func ev(chat, from, cid string, kind chatd.EventKind, target, body string) store.Send {
-	return store.Send{ID: ulid.Make().String(), Chat: chat, From: from, Device: "phone", CID: cid,
-		Kind: kind, Target: target, Body: body, TS: time.Now()}
+	return store.Send{ID: ulid.Make().String(), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: chat, From: from, Device: "phone", CID: cid, Kind: kind, Target: target, Body: body}}
 }
 
 func react(chat, from, cid, target, emoji string, on bool) store.Send {
@@ -213,7 +212,7 @@ func TestHistoryShowsEventsAndCurrentState(t *testing.T) {
 	msg := mustCommit(t, s, []store.Send{m})[0].Message
 	mustCommit(t, s, []store.Send{ev(c.ID, "alice", "e", chatd.EventEdit, msg.ID, "new body")})
 	mustCommit(t, s, []store.Send{react(c.ID, "bob", "r", msg.ID, "👍", true)})
-	page, _, err := s.History(context.Background(), c.ID, store.HistoryQuery{})
+	page, _, err := s.History(context.Background(), c.ID, chatd.HistoryQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

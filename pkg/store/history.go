@@ -9,38 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// History page sizes.
-const (
-	// DefaultHistoryLimit is the page size when HistoryQuery.Limit is <= 0.
-	DefaultHistoryLimit = 100
-	// MaxHistoryLimit caps HistoryQuery.Limit.
-	MaxHistoryLimit = 1000
-)
-
-// HistoryQuery selects a page of a chat's history. The page starts strictly
-// after the cursor, or, with BeforeSeq, ends strictly below it.
-type HistoryQuery struct {
-	// SinceID is a message id; when set it wins over AfterSeq. An id not in
-	// this chat (purged by retention, never seen, another chat's) starts the
-	// page at the oldest retained message, as the wire contract asks.
-	SinceID string
-	// AfterSeq is a seq cursor; 0 means from the oldest retained message.
-	// Negative is chatd.ErrInvalid.
-	AfterSeq int64
-	// BeforeSeq, when above 0, selects the Limit messages just below this
-	// seq instead (clients page up from the newest). It excludes SinceID
-	// and AfterSeq; negative is chatd.ErrInvalid.
-	BeforeSeq int64
-	// Limit is the page size: <= 0 means DefaultHistoryLimit, and values over
-	// MaxHistoryLimit are capped.
-	Limit int
-}
-
 // History returns one page of the chat's messages, oldest first by seq, and
 // whether more follow (with BeforeSeq: whether older ones remain). It walks
 // the unique (chat_id, seq) index. It does not check that the chat exists
 // or who asks: call IsMember first.
-func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]chatd.Message, bool, error) {
+func (s *Store) History(ctx context.Context, chatID string, q chatd.HistoryQuery) ([]chatd.Message, bool, error) {
 	switch {
 	case q.AfterSeq < 0:
 		return nil, false, fmt.Errorf("history: after_seq %d: %w", q.AfterSeq, chatd.ErrInvalid)
@@ -52,9 +25,9 @@ func (s *Store) History(ctx context.Context, chatID string, q HistoryQuery) ([]c
 	limit := q.Limit
 	switch {
 	case limit <= 0:
-		limit = DefaultHistoryLimit
-	case limit > MaxHistoryLimit:
-		limit = MaxHistoryLimit
+		limit = chatd.DefaultHistoryLimit
+	case limit > chatd.MaxHistoryLimit:
+		limit = chatd.MaxHistoryLimit
 	}
 	if q.BeforeSeq > 0 {
 		return s.historyBefore(ctx, chatID, q.BeforeSeq, limit)

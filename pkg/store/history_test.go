@@ -36,20 +36,20 @@ func TestHistoryPaging(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		first store.HistoryQuery
-		next  func(last chatd.Message) store.HistoryQuery
+		first chatd.HistoryQuery
+		next  func(last chatd.Message) chatd.HistoryQuery
 	}{
-		{"since id", store.HistoryQuery{Limit: 100}, func(m chatd.Message) store.HistoryQuery {
-			return store.HistoryQuery{SinceID: m.ID, Limit: 100}
+		{"since id", chatd.HistoryQuery{Limit: 100}, func(m chatd.Message) chatd.HistoryQuery {
+			return chatd.HistoryQuery{SinceID: m.ID, Limit: 100}
 		}},
-		{"after seq", store.HistoryQuery{Limit: 97}, func(m chatd.Message) store.HistoryQuery {
-			return store.HistoryQuery{AfterSeq: m.Seq, Limit: 97}
+		{"after seq", chatd.HistoryQuery{Limit: 97}, func(m chatd.Message) chatd.HistoryQuery {
+			return chatd.HistoryQuery{AfterSeq: m.Seq, Limit: 97}
 		}},
-		{"unknown since id starts at the oldest", store.HistoryQuery{SinceID: "01UNKNOWN", AfterSeq: 500, Limit: 999}, func(m chatd.Message) store.HistoryQuery {
-			return store.HistoryQuery{SinceID: m.ID, Limit: 999}
+		{"unknown since id starts at the oldest", chatd.HistoryQuery{SinceID: "01UNKNOWN", AfterSeq: 500, Limit: 999}, func(m chatd.Message) chatd.HistoryQuery {
+			return chatd.HistoryQuery{SinceID: m.ID, Limit: 999}
 		}},
-		{"another chat's id starts at the oldest", store.HistoryQuery{SinceID: otherMsgs[2].ID, Limit: 1000}, func(m chatd.Message) store.HistoryQuery {
-			return store.HistoryQuery{SinceID: m.ID, Limit: 1000}
+		{"another chat's id starts at the oldest", chatd.HistoryQuery{SinceID: otherMsgs[2].ID, Limit: 1000}, func(m chatd.Message) chatd.HistoryQuery {
+			return chatd.HistoryQuery{SinceID: m.ID, Limit: 1000}
 		}},
 	}
 	for _, tt := range tests {
@@ -83,16 +83,16 @@ func TestHistoryPaging(t *testing.T) {
 
 	t.Run("limits", func(t *testing.T) {
 		for _, tt := range []struct{ limit, want int }{{0, 100}, {-5, 100}, {1, 1}, {1000, 1000}, {5000, 1000}} {
-			page, more, err := s.History(ctx, c.ID, store.HistoryQuery{Limit: tt.limit})
+			page, more, err := s.History(ctx, c.ID, chatd.HistoryQuery{Limit: tt.limit})
 			if err != nil || len(page) != tt.want || !more {
 				t.Errorf("limit %d: got %d (more %v, %v), want %d and more", tt.limit, len(page), more, err, tt.want)
 			}
 		}
-		page, more, err := s.History(ctx, c.ID, store.HistoryQuery{AfterSeq: total})
+		page, more, err := s.History(ctx, c.ID, chatd.HistoryQuery{AfterSeq: total})
 		if err != nil || len(page) != 0 || more {
 			t.Errorf("past the end: got %d (more %v, %v), want 0 and no more", len(page), more, err)
 		}
-		if _, _, err := s.History(ctx, c.ID, store.HistoryQuery{AfterSeq: -1}); !errors.Is(err, chatd.ErrInvalid) {
+		if _, _, err := s.History(ctx, c.ID, chatd.HistoryQuery{AfterSeq: -1}); !errors.Is(err, chatd.ErrInvalid) {
 			t.Errorf("negative after_seq: got %v, want ErrInvalid", err)
 		}
 	})
@@ -150,7 +150,7 @@ func TestHistoryBeforeSeq(t *testing.T) {
 		if pages > total {
 			t.Fatal("paging up does not end")
 		}
-		page, more, err := s.History(ctx, c.ID, store.HistoryQuery{BeforeSeq: before, Limit: 99})
+		page, more, err := s.History(ctx, c.ID, chatd.HistoryQuery{BeforeSeq: before, Limit: 99})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,14 +179,14 @@ func TestHistoryBeforeSeq(t *testing.T) {
 
 	for _, tt := range []struct {
 		name string
-		q    store.HistoryQuery
+		q    chatd.HistoryQuery
 		want int // messages; -1 means ErrInvalid
 	}{
-		{"below the first", store.HistoryQuery{BeforeSeq: 1}, 0},
-		{"far above the last", store.HistoryQuery{BeforeSeq: 1 << 62, Limit: 5}, 5},
-		{"with after_seq", store.HistoryQuery{BeforeSeq: 10, AfterSeq: 2}, -1},
-		{"with since", store.HistoryQuery{BeforeSeq: 10, SinceID: want[0].ID}, -1},
-		{"negative", store.HistoryQuery{BeforeSeq: -1}, -1},
+		{"below the first", chatd.HistoryQuery{BeforeSeq: 1}, 0},
+		{"far above the last", chatd.HistoryQuery{BeforeSeq: 1 << 62, Limit: 5}, 5},
+		{"with after_seq", chatd.HistoryQuery{BeforeSeq: 10, AfterSeq: 2}, -1},
+		{"with since", chatd.HistoryQuery{BeforeSeq: 10, SinceID: want[0].ID}, -1},
+		{"negative", chatd.HistoryQuery{BeforeSeq: -1}, -1},
 	} {
 		page, more, err := s.History(ctx, c.ID, tt.q)
 		switch {

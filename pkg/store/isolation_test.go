@@ -66,10 +66,7 @@ func TestBatchIsolationPoisonRows(t *testing.T) {
 		batch := make([]sent, n)
 		for i := range batch {
 			chat := chats[rng.IntN(len(chats))]
-			snd := store.Send{
-				ID: ulid.Make().String(), Chat: chat, From: users[rng.IntN(len(users))], Device: "phone",
-				CID: fmt.Sprintf("r%d-%d", round, i), Body: fmt.Sprintf("round %d send %d", round, i), TS: time.Now(),
-			}
+			snd := store.Send{ID: ulid.Make().String(), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: chat, From: users[rng.IntN(len(users))], Device: "phone", CID: fmt.Sprintf("r%d-%d", round, i), Body: fmt.Sprintf("round %d send %d", round, i)}}
 			switch r := rng.IntN(10); {
 			case r < 2:
 				p := poisons[rng.IntN(len(poisons))]

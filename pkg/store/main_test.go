@@ -51,11 +51,7 @@ func mustGroup(t testing.TB, s *store.Store, creator string, members ...string) 
 func sends(chat, from, prefix string, n int) []store.Send {
 	out := make([]store.Send, n)
 	for i := range out {
-		out[i] = store.Send{
-			ID: ulid.Make().String(), Chat: chat, From: from, Device: "phone",
-			CID: fmt.Sprintf("%s-%d", prefix, i), Body: fmt.Sprintf("body %s %d", prefix, i),
-			TS: time.Now(),
-		}
+		out[i] = store.Send{ID: ulid.Make().String(), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: chat, From: from, Device: "phone", CID: fmt.Sprintf("%s-%d", prefix, i), Body: fmt.Sprintf("body %s %d", prefix, i)}}
 	}
 	return out
 }

@@ -83,8 +83,7 @@ func commitBatch(t *testing.T, s *store.Store, chat string, from, n int) []store
 	t.Helper()
 	sends := make([]store.Send, n)
 	for i := range sends {
-		sends[i] = store.Send{ID: fmt.Sprintf("01HAND%020d", from+i), Chat: chat, From: "alice", Device: "web",
-			CID: fmt.Sprint("h", from+i), Body: fmt.Sprint("hand ", from+i), TS: time.Now()}
+		sends[i] = store.Send{ID: fmt.Sprintf("01HAND%020d", from+i), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: chat, From: "alice", Device: "web", CID: fmt.Sprint("h", from+i), Body: fmt.Sprint("hand ", from+i)}}
 	}
 	out, err := s.CommitBatch(context.Background(), sends)
 	if err != nil {

@@ -69,8 +69,7 @@ func commit(t *testing.T, s *store.Store, chat string, from, n int) []int64 {
 	t.Helper()
 	sends := make([]store.Send, n)
 	for i := range sends {
-		sends[i] = store.Send{ID: fmt.Sprintf("01TEST%020d", from+i), Chat: chat, From: "alice", Device: "web",
-			CID: fmt.Sprint("k", from+i), Body: "hi", TS: time.Now()}
+		sends[i] = store.Send{ID: fmt.Sprintf("01TEST%020d", from+i), TS: time.Now(), SendRequest: chatd.SendRequest{Chat: chat, From: "alice", Device: "web", CID: fmt.Sprint("k", from+i), Body: "hi"}}
 	}
 	out, err := s.CommitBatch(context.Background(), sends)
 	if err != nil {

@@ -223,3 +223,11 @@ func AppendClientFrame(dst []byte, f *ClientFrame) []byte {
 	dst = appendEventClientFields(dst, f)
 	return append(dst, '}')
 }
+
+// SendRequest is the request a send, edit, delete or react frame makes of
+// the server for user's device: the frame's fields, unchecked beyond what
+// DecodeClientFrame checked (chatd.SendRequest.Check is the one check).
+func (f *ClientFrame) SendRequest(user, device string) chatd.SendRequest {
+	return chatd.SendRequest{Chat: f.Chat, From: user, Device: device, CID: f.CID, Body: f.Body,
+		Kind: f.Type.EventKind(), Target: f.Target, Meta: f.Meta, Emoji: f.Emoji, On: f.On}
+}
