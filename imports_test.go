@@ -29,7 +29,7 @@ var allowedImports = map[string][]string{
 	"pkg/reclaim": {},
 	"pkg/stream":  {"", "pkg/codec", "pkg/store", "internal/logsample", "internal/jsonfast"},
 	"pkg/wire":    {"", "pkg/codec", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types and their JSON only
-	"pkg/api":     {"", "pkg/wire", "pkg/store", "pkg/ingest", "pkg/push", "internal/logsample", "internal/idle"},
+	"pkg/api":     {"", "pkg/wire", "pkg/push", "internal/logsample", "internal/idle"},
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
 	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.

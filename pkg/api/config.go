@@ -22,8 +22,9 @@ type Limits struct {
 	MaxAttempts int
 	// MaxPending is push's un-acked limit per connection (announced only). Zero means 20.
 	MaxPending int
-	// MaxBodyBytes bounds a message body; larger is `rejected too_large`.
-	// Zero means 4096. Keep it equal to the ingest limit.
+	// MaxBodyBytes is the body limit ingest enforces (announced only:
+	// chatd.SendRequest.Check, in ingest, is the one check of every path;
+	// the node sets it from ingest). Zero means 4096.
 	MaxBodyBytes int
 	// MaxFrameBytes bounds a client frame; larger closes with 4400. Zero means
 	// 6×MaxBodyBytes+1024: room for a maximal body even if every byte needs a

@@ -12,22 +12,39 @@ import (
 	"github.com/chatd/chatd/pkg/store"
 )
 
-// withEnvelopeLimit swaps the env's ingest for one that checks envelopes
-// against limit, over the same store and push registry.
-func withEnvelopeLimit(t *testing.T, limit int) func(*api.Config) {
+// withIngest swaps the env's ingest for one configured by edit, over the
+// same store and push registry.
+func withIngest(t *testing.T, edit func(*ingest.Config)) func(*api.Config) {
 	return func(c *api.Config) {
 		st, reg := c.Chats.(*store.Store), c.Delivery.(*push.Registry)
-		in, err := ingest.New(ingest.Config{Store: st, Logger: quietLogger(), MaxEnvelopeBytes: limit,
+		cfg := ingest.Config{Store: st, Logger: quietLogger(),
 			OnCommit: func(batch []store.Accepted) {
 				for i := range batch {
 					reg.FastPath(&batch[i].Message, batch[i].Recipients)
 				}
-			}})
+			}}
+		edit(&cfg)
+		in, err := ingest.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mustRun(t, in.Run)
 		c.Ingest = in
+	}
+}
+
+// withEnvelopeLimit makes the env's ingest check envelopes against limit.
+func withEnvelopeLimit(t *testing.T, limit int) func(*api.Config) {
+	return withIngest(t, func(c *ingest.Config) { c.MaxEnvelopeBytes = limit })
+}
+
+// withBodyLimit makes the env's ingest check bodies against limit (the one
+// check of every path) and hello announce it, as the node sets them.
+func withBodyLimit(t *testing.T, limit int) func(*api.Config) {
+	swap := withIngest(t, func(c *ingest.Config) { c.MaxBodyBytes = limit })
+	return func(c *api.Config) {
+		swap(c)
+		c.Limits.MaxBodyBytes = limit
 	}
 }
 

@@ -139,7 +139,7 @@ func TestWSSendAcceptedDeliveredAndIdempotent(t *testing.T) {
 }
 
 func TestWSRejections(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxBodyBytes = 10 })
+	e := mustEnv(t, withBodyLimit(t, 10))
 	chat := e.mustGroup(t, "alice", "bob")
 	other := e.mustGroup(t, "carol")
 	c, _ := e.dial(t, "alice", "")
