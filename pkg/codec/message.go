@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/jsonfast"
@@ -25,6 +26,9 @@ func AppendMessage(dst []byte, m *chatd.Message) []byte {
 // encoded for that mode. The envelope leaves a message's read state
 // (edited_at, deleted, reactions) to encoding/json, so only frames write it
 // here.
+//
+// A member added here is counted in messageSize and read in MessageField,
+// below: the three together are the msg object's one definition.
 func appendMessage(dst []byte, m *chatd.Message, meta []byte, html bool) []byte {
 	dst = append(dst, `"id":`...)
 	dst = jsonfast.AppendString(dst, m.ID, html)
@@ -97,6 +101,82 @@ func appendReactions(dst []byte, rx map[string][]string, html bool) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
+}
+
+// messageSize is the length of m's members as encoding/json writes them
+// (appendMessage in html mode), without the braces: the fixed ones, then
+// the omitempty ones in order. EnvelopeSize adds it, so an event's envelope
+// is bounded like a message's.
+func messageSize(m *chatd.Message) int {
+	n := len(`"id":,"cid":,"chat":,"from":,"body":,"seq":,"ts":`)
+	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
+		JSONStringSize(m.From) + JSONStringSize(m.Body) + intSize(m.Seq) + timeSize(m.TS)
+	if m.Kind != "" {
+		n += len(`,"kind":`) + JSONStringSize(string(m.Kind))
+	}
+	if m.Target != "" {
+		n += len(`,"target":`) + JSONStringSize(m.Target)
+	}
+	if len(m.Meta) > 0 {
+		n += len(`,"meta":`) + rawJSONSize(m.Meta)
+	}
+	if m.Emoji != "" {
+		n += len(`,"emoji":`) + JSONStringSize(m.Emoji)
+	}
+	if m.On != nil {
+		n += len(`,"on":`) + len("false")
+		if *m.On {
+			n -= 1
+		}
+	}
+	if m.EditedAt != nil {
+		n += len(`,"edited_at":`) + timeSize(*m.EditedAt)
+	}
+	if m.Deleted {
+		n += len(`,"deleted":true`)
+	}
+	if len(m.Reactions) > 0 {
+		n += len(`,"reactions":`) + 2 + len(m.Reactions) - 1
+		for emoji, users := range m.Reactions {
+			n += JSONStringSize(emoji) + 1 + JSONListSize(users)
+		}
+	}
+	return n
+}
+
+// rawJSONSize is the length of valid JSON raw as encoding/json writes a
+// json.RawMessage: compacted (whitespace outside strings dropped), with <,
+// > and & escaped to \u00XX and U+2028/U+2029 to \u202X.
+func rawJSONSize(raw []byte) int {
+	n, inString, escaped := 0, false, false
+	for i := 0; i < len(raw); {
+		b := raw[i]
+		if b >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(raw[i:])
+			n += size
+			if r == '\u2028' || r == '\u2029' {
+				n += 3
+			}
+			i += size
+			continue
+		}
+		i++
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case b == '"':
+			inString = !inString
+		case !inString && (b == ' ' || b == '\t' || b == '\n' || b == '\r'):
+			continue
+		}
+		n++
+		if b == '<' || b == '>' || b == '&' {
+			n += 5
+		}
+	}
+	return n
 }
 
 // MessageField reads the value of the msg object's member key into m, as

@@ -11,10 +11,10 @@ import (
 )
 
 // EnvelopeSize returns the length in bytes of e encoded by encoding/json
-// (and EncodeEnvelope), the form the relay publishes, without encoding it. Acceptance checks it against
-// the broker's largest message before commit: an envelope the broker refuses
-// would stop the relay at that row for every chat. The unit tests hold it
-// equal to len(json.Marshal(e)), field by field.
+// (and EncodeEnvelope), the form the relay publishes, without encoding it.
+// Acceptance checks it against the broker's largest message before commit:
+// an envelope the broker refuses would stop the relay at that row for every
+// chat. The unit tests hold it equal to len(json.Marshal(e)), field by field.
 func EnvelopeSize(e *chatd.Envelope) int {
 	return EnvelopeSizeWithRecipients(e, JSONListSize(e.Recipients))
 }
@@ -24,12 +24,8 @@ func EnvelopeSize(e *chatd.Envelope) int {
 // so that a batch sizing many envelopes for one large chat measures its
 // member list once.
 func EnvelopeSizeWithRecipients(e *chatd.Envelope, recipientsSize int) int {
-	m := &e.Message
-	n := len(`{"outbox_id":,"msg":{"id":,"cid":,"chat":,"from":,"body":,"seq":,"ts":},"device":,"to":}`)
-	n += intSize(e.OutboxID) + intSize(m.Seq) + timeSize(m.TS)
-	n += JSONStringSize(m.ID) + JSONStringSize(m.CID) + JSONStringSize(m.Chat) +
-		JSONStringSize(m.From) + JSONStringSize(m.Body) + JSONStringSize(e.Device)
-	n += eventFieldsSize(m)
+	n := len(`{"outbox_id":,"msg":{},"device":,"to":}`)
+	n += intSize(e.OutboxID) + messageSize(&e.Message) + JSONStringSize(e.Device)
 	return n + recipientsSize
 }
 
