@@ -50,6 +50,7 @@ func TestDecodeEnvelopeAgreesWithEncodingJSON(t *testing.T) {
 		`{"msg":{"kind":"react","emoji":"👍","on":true,"target":"t"}}`, `{"msg":{"on":null}}`,
 		`{"msg":{"meta":{"a":[1,{"b":"}"}]}}}`, `{"msg":{"meta":null}}`, `{"msg":{"meta":"s"}}`,
 		`{"msg":{"edited_at":"2026-11-30T19:00:00Z","deleted":true,"reactions":{"x":["a"]}}}`,
+		`{"msg":{"edited_at":"2026-11-30T19:00:00.5+01:00","deleted":true}}`, `{"msg":{"edited_at":null}}`, `{"msg":{"deleted":1}}`,
 		`{"msg":{"id":"a"},"msg":{"cid":"b"}}`, `{"to":["a"],"to":["b","c"]}`, `{"to":[]}`, `{"to":null}`,
 		`{"Outbox_ID":5}`, `{"MSG":{"ID":"x"}}`, `{"extra":1,"device":"d"}`,
 		"{\"device\":\"\x94\"}", "{\"msg\":{\"body\":\"a\xffb\"}}",

@@ -232,6 +232,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"send","chat":"c1","cid":"k1","body":"a\"b","meta":{"k":[1,"}"]}}`,
 		`{"type":"react","chat":"c","cid":"k","target":"m","emoji":"x","on":true,"TYPE":"ack"}`,
 		`{"type":"msg","id":"m","cid":"k","chat":"c","from":"a","body":"h\u003ci","seq":3,"ts":"2026-11-30T19:00:00.5Z","kind":"edit","target":"t"}`,
+		`{"type":"msg","id":"m","edited_at":"2026-11-30T19:00:00Z","deleted":true,"emoji":"x","on":false,"meta":{"a":1},"device":"d"}`,
 	} {
 		f.Add([]byte(s))
 	}
