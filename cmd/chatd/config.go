@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -40,19 +39,6 @@ type settings struct {
 func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f := &envFlags{fs: fs}
 	declareFlags(f, s)
-	return f
-}
-
-// registerTokenFlags declares `chatd token`'s flags: its own, and the
-// settings that decide the secret it signs with, read as the server reads
-// them so the token is signed with the secret the server uses.
-func registerTokenFlags(fs *flag.FlagSet, s *settings, device *string, ttl *time.Duration) *envFlags {
-	f := &envFlags{fs: fs, only: map[string]bool{
-		"config": true, "data-dir": true, "database-url": true, "jwt-secret": true, "device": true, "ttl": true,
-	}}
-	declareFlags(f, s)
-	f.String(device, "device", "", chatd.DefaultDevice, doc{group: groupToken, short: "device id (the token's dev claim)"})
-	f.Duration(ttl, "ttl", "", 24*time.Hour, doc{group: groupToken, short: "how long the token is valid"})
 	return f
 }
 
@@ -191,9 +177,12 @@ func declareIdentity(f *envFlags, c *node.Config) {
 	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
 		short: "alias of --jwt-user-claim",
 		long:  "alias of `--jwt-user-claim`"})
+	f.String(&c.JWKS.ServiceClaim, "service-claim", "CHATD_SERVICE_CLAIM", api.DefaultJWTServiceClaim, doc{group: groupIdentity,
+		short: "--jwks-url token claim marking a service",
+		long:  "with `--jwks-url`, the provider token claim that marks a service identity when it is the boolean `true` (a bot, an app backend: `--service-rate` applies); chatd's HS256 tokens always use `svc`"})
 	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", doc{group: groupIdentity,
 		short: "users who may call /api/admin/",
-		long:  "users (comma-separated) whose tokens may call `/api/admin/`: the outbox view, webhook dead letters and their replay"})
+		long:  "users or services (comma-separated) whose tokens may call `/api/admin/`: the outbox view, webhook dead letters and their replay, and the chat calls of docs/integrations.md \"Bots and services\""})
 	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, doc{group: groupIdentity,
 		short: "DEV ONLY: anyone gets any user's token",
 		long:  "**development only**: `POST /api/dev/login {\"user\":\"alice\"}` hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); `make run` turns it on; off, the route is 404"})
@@ -218,6 +207,12 @@ func declareLimits(f *envFlags, c *node.Config) {
 	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, doc{group: groupLimits,
 		short: "burst above --rate per connection",
 		long:  "token bucket burst per connection"})
+	f.Int(&c.ServiceRatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
+		short: "--rate and REST calls/s for a service",
+		long:  "tokens per second of a service identity (`chatd token --service`, docs/integrations.md \"Bots and services\"), replacing `--rate` on each of its WebSockets and the per-user REST budget on its calls"})
+	f.Int(&c.ServiceRateBurst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
+		short: "burst above --service-rate",
+		long:  "token bucket burst of a service identity, per WebSocket and for its REST calls"})
 	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, doc{group: groupLimits,
 		short: "sends awaiting accepted per connection",
 		long:  "sends a connection may have awaiting `accepted`"})

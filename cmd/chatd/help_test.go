@@ -168,7 +168,7 @@ func TestHelpDefaultsInHumanUnits(t *testing.T) {
 // `chatd token --help` (and `chatd help token`) list the token command's
 // own flags, not the server's.
 func TestTokenHelpListsOnlyItsFlags(t *testing.T) {
-	want := []string{"config", "data-dir", "database-url", "device", "jwt-secret", "ttl"}
+	want := []string{"config", "data-dir", "database-url", "device", "jwt-secret", "service", "ttl"}
 	for _, args := range [][]string{{"token", "--help"}, {"help", "token"}} {
 		var got []string
 		for name := range helpGroups(helpText(t, args...)) {

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -202,52 +200,4 @@ func reloadTLSOnHUP(ctx context.Context, n tlsReloader, log *slog.Logger) <-chan
 		}
 	}()
 	return done
-}
-
-// runToken prints a token for USER signed with the secret chatd would use.
-func runToken(args []string) error {
-	var s settings
-	var device string
-	var ttl time.Duration
-	fs := flag.NewFlagSet("chatd token", flag.ContinueOnError)
-	f := registerTokenFlags(fs, &s, &device, &ttl)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage:
-  chatd token USER [flags]  print a token for USER, signed with the secret chatd uses
-
-USER is 1-64 of A-Z a-z 0-9 _ -. The settings below decide the secret, as they do
-for the server; each has its environment variable beside it.
-`)
-		printFlags(fs.Output(), fs, f.specs)
-	}
-	user, rest := "", args
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		user, rest = args[0], args[1:]
-	}
-	if err := parseArgs(fs, rest); err != nil {
-		return err
-	}
-	extra := fs.Args()
-	if user == "" && len(extra) > 0 {
-		user, extra = extra[0], extra[1:]
-	}
-	if len(extra) > 0 {
-		return strayArg(fs, extra[0])
-	}
-	if err := finishSettings(fs, f, &s); err != nil {
-		return err
-	}
-	if !chatd.ValidUserID(user) {
-		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)
-	}
-	secret, err := node.JWTSecret(s.node)
-	if err != nil {
-		return err
-	}
-	tok, err := api.IssueToken(secret, user, device, ttl)
-	if err != nil {
-		return err
-	}
-	fmt.Println(tok)
-	return nil
 }

@@ -29,12 +29,18 @@ type Identity struct {
 	// Expires is the token's exp. A WebSocket session is closed with 4401
 	// at this time unless the client refreshes in-band (see ws_auth.go).
 	Expires time.Time
+	// Service reports a service identity (a bot, an app backend), not a
+	// person: its token carries the service claim (see service.go). It is a
+	// member, sender and reader like a user, under Config.ServiceRate.
+	Service bool
 }
 
 // claims are the token claims the contract names: sub (the user), exp, and an
-// optional dev (the device).
+// optional dev (the device); svc marks a service (docs/protocol.md,
+// "Services").
 type claims struct {
 	Dev string `json:"dev,omitempty"`
+	Svc bool   `json:"svc,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -42,6 +48,10 @@ type claims struct {
 // empty device issues a token without `dev` (the default device). It returns
 // an error wrapping chatd.ErrInvalid for a bad user, device or ttl.
 func IssueToken(secret []byte, user, device string, ttl time.Duration) (string, error) {
+	return issueToken(secret, user, device, ttl, false)
+}
+
+func issueToken(secret []byte, user, device string, ttl time.Duration, service bool) (string, error) {
 	switch {
 	case len(secret) == 0:
 		return "", fmt.Errorf("issue token: empty secret: %w", chatd.ErrInvalid)
@@ -53,7 +63,7 @@ func IssueToken(secret []byte, user, device string, ttl time.Duration) (string, 
 		return "", fmt.Errorf("issue token: ttl %v: %w", ttl, chatd.ErrInvalid)
 	}
 	now := time.Now()
-	c := claims{Dev: device, RegisteredClaims: jwt.RegisteredClaims{
+	c := claims{Dev: device, Svc: service, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   user,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
@@ -135,7 +145,12 @@ func (v *verifier) verify(token string) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
-	return identityOf(c.Subject, c.Dev, c.ExpiresAt.Time)
+	id, err := identityOf(c.Subject, c.Dev, c.ExpiresAt.Time)
+	if err != nil {
+		return Identity{}, err
+	}
+	id.Service = c.Svc
+	return id, nil
 }
 
 // verifyJWKS checks a token signed by a key of the JWK Set, selected by kid.
@@ -161,7 +176,16 @@ func (v *verifier) verifyJWKS(token string) (Identity, error) {
 	if err != nil || exp == nil {
 		return Identity{}, fmt.Errorf("no exp: %w", ErrUnauthorized)
 	}
-	return identityOf(user, dev, exp.Time)
+	svc, err := serviceClaim(c, v.keys.cfg.ServiceClaim)
+	if err != nil {
+		return Identity{}, err
+	}
+	id, err := identityOf(user, dev, exp.Time)
+	if err != nil {
+		return Identity{}, err
+	}
+	id.Service = svc
+	return id, nil
 }
 
 // identityOf applies chatd's id rules to a verified token's user and device,

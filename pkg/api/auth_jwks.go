@@ -23,6 +23,7 @@ import (
 // Defaults of JWKSConfig.
 const (
 	DefaultJWTUserClaim        = "sub"
+	DefaultJWTServiceClaim     = "svc"
 	DefaultJWKSRefreshInterval = time.Hour
 	// DefaultJWKSMinRefresh is the least time between two refreshes caused by
 	// an unknown kid: anyone can send a token with a made-up kid, and each
@@ -48,6 +49,10 @@ type JWKSConfig struct {
 	// must pass chatd.ValidUserID. Zero means "sub". HS256 tokens always use
 	// sub: chatd issues them itself.
 	UserClaim string
+	// ServiceClaim names the JWKS token claim that marks a service identity
+	// when it is the boolean true (absent or false: a person; any other
+	// value: 401). Zero means "svc", the claim chatd's own tokens use.
+	ServiceClaim string
 	// RefreshInterval is how often the set is fetched again in the
 	// background, while Serve runs. Zero means 1 h.
 	RefreshInterval time.Duration
@@ -61,6 +66,9 @@ type JWKSConfig struct {
 func (c *JWKSConfig) setDefaults() {
 	if c.UserClaim == "" {
 		c.UserClaim = DefaultJWTUserClaim
+	}
+	if c.ServiceClaim == "" {
+		c.ServiceClaim = DefaultJWTServiceClaim
 	}
 	setDur(&c.RefreshInterval, DefaultJWKSRefreshInterval)
 	setDur(&c.MinRefresh, DefaultJWKSMinRefresh)

@@ -128,6 +128,13 @@ type Config struct {
 	// 20 per second, burst 40.
 	RESTRatePerSecond int
 	RESTBurst         int
+	// ServiceRatePerSecond and ServiceRateBurst replace both buckets above
+	// (Limits.RatePerSecond/RateBurst per WebSocket, RESTRatePerSecond/
+	// RESTBurst per REST caller) for service identities (Identity.Service),
+	// and `hello` announces them to a service's sessions. Zero means
+	// DefaultServiceRatePerSecond and DefaultServiceRateBurst.
+	ServiceRatePerSecond int
+	ServiceRateBurst     int
 	// AbuseRejects refused frames in a row (rejected with any code but
 	// overloaded, or typing dropped for the budget), all within AbuseWindow,
 	// close the connection with 4008. Zero means 50 and 10 s.
@@ -226,6 +233,8 @@ func (c *Config) setDefaults() error {
 	setDur(&c.StoreTimeout, 5*time.Second)
 	setInt(&c.RESTRatePerSecond, 20)
 	setInt(&c.RESTBurst, 40)
+	setInt(&c.ServiceRatePerSecond, DefaultServiceRatePerSecond)
+	setInt(&c.ServiceRateBurst, DefaultServiceRateBurst)
 	setInt(&c.AbuseRejects, 50)
 	if c.AbuseWait == 0 {
 		c.AbuseWait = time.Second

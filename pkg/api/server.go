@@ -36,6 +36,8 @@ type Server struct {
 	members *memberCache
 	// static holds the demo's and the SDK's files, read once in New.
 	static staticFiles
+	// serviceREST is the REST bucket of service identities (service.go).
+	serviceREST *userLimiter
 
 	// unready makes /readyz fail; set by Unready, first step of shutdown.
 	unready atomic.Bool
@@ -70,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 		metrics:  m,
 		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
 	}
+	s.serviceREST = newUserLimiter(cfg.ServiceRatePerSecond, cfg.ServiceRateBurst, cfg.Now)
 	s.static = staticFiles{}
 	if err := s.static.load(cfg.Demo, ""); err != nil {
 		return nil, err
@@ -230,7 +233,8 @@ func (s *Server) countResponses(c *fiber.Ctx) error {
 
 // limitREST applies the per-user REST token bucket: 429 with Retry-After.
 func (s *Server) limitREST(c *fiber.Ctx) error {
-	ok, wait := s.rest.allow(identity(c).User)
+	id := identity(c)
+	ok, wait := s.restLimiter(id).allow(id.User)
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
 		return writeError(c, fiber.StatusTooManyRequests, wire.CodeRateLimited, "too many requests")

@@ -77,7 +77,7 @@ func (s *session) onAuth(f wire.ClientFrame) {
 		s.logger().Debug("token refresh refused", "err", err)
 		s.refuseRefresh("refresh token invalid or expired")
 		return
-	case id.User != s.id.User || id.Device != s.id.Device:
+	case id.User != s.id.User || id.Device != s.id.Device || id.Service != s.id.Service:
 		s.logger().Debug("token refresh refused", "sub", id.User, "dev", id.Device)
 		s.refuseRefresh("refresh token names another user or device")
 		return

@@ -33,10 +33,10 @@ type connLimits struct {
 	inflight atomic.Int64 // sends submitted and not yet answered; also changed by ingest workers
 }
 
-func newConnLimits(cfg *Config) connLimits {
+func newConnLimits(l Limits) connLimits {
 	return connLimits{
-		bucket:  rate.NewLimiter(rate.Limit(cfg.Limits.RatePerSecond*tokenUnits), cfg.Limits.RateBurst*tokenUnits),
-		credits: int64(cfg.Limits.Credits),
+		bucket:  rate.NewLimiter(rate.Limit(l.RatePerSecond*tokenUnits), l.RateBurst*tokenUnits),
+		credits: int64(l.Credits),
 	}
 }
 

@@ -102,7 +102,7 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		id:     id,
 		out:    newOutQueue(g.cfg.OutboundQueue, g.cfg.answerRoom()),
 		stop:   make(chan struct{}),
-		limits: newConnLimits(g.cfg),
+		limits: newConnLimits(g.cfg.limitsFor(id)),
 		abuse:  newAbuseStreak(g.cfg),
 	}
 	s.reads.s = s
@@ -231,7 +231,8 @@ func (s *session) run() {
 	// hello is written here while this goroutine holds the writer role
 	// (outQueue starts taken), so it is the first frame even if push
 	// delivered while Attach returned.
-	hello := wire.AppendHello(nil, s.id.User, s.id.Device, s.g.cfg.Limits.announced())
+	limits := s.g.cfg.limitsFor(s.id)
+	hello := wire.AppendHello(nil, s.id.User, s.id.Device, limits.announced())
 	if err := s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
 		s.closeWith(closeNone, "")
 		return

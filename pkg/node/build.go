@@ -131,6 +131,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
 		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
 		Signals: n.Signals, Presence: n.Presence, Webhooks: n.Webhooks,
+		ServiceRatePerSecond: cfg.ServiceRatePerSecond, ServiceRateBurst: cfg.ServiceRateBurst,
 	})
 	return err
 }

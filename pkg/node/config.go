@@ -136,6 +136,11 @@ type Config struct {
 	PingInterval  time.Duration
 	IdleTimeout   time.Duration
 
+	// ServiceRatePerSecond and ServiceRateBurst are api.Config's: a service
+	// identity's token buckets. Zero takes the api package's defaults.
+	ServiceRatePerSecond int
+	ServiceRateBurst     int
+
 	StreamReplicas int
 	StreamMaxBytes int64
 	StreamMaxAge   time.Duration
