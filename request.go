@@ -20,6 +20,10 @@ type SendRequest struct {
 	Meta   json.RawMessage // message: optional JSON object as the client encoded it
 	Emoji  string          // reaction
 	On     bool            // reaction: add (true) or remove
+
+	// System marks a message the admin API posts (docs/integrations.md,
+	// "Bots and services"): From need not be a member of the chat. Messages only.
+	System bool
 }
 
 // SendResult is the outcome of one SendRequest. Err is nil when the event
@@ -54,6 +58,9 @@ func (r *SendRequest) Check(maxBodyBytes int) error {
 		return fmt.Errorf("device %q: %w", r.Device, ErrInvalid)
 	}
 	kind := r.Kind.Normal()
+	if r.System && kind != EventMessage {
+		return fmt.Errorf("a system send is a message, not a %s: %w", kind, ErrInvalid)
+	}
 	if kind != EventMessage {
 		if len(r.Meta) > 0 {
 			return fmt.Errorf("meta is carried by messages only, not by a %s: %w", kind, ErrInvalid)

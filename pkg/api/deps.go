@@ -24,6 +24,10 @@ type Chats interface {
 	MembersRead(ctx context.Context, chatIDs []string) (map[string]map[string]int64, error)
 	AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error)
 	RemoveMember(ctx context.Context, chatID, actor, user string) error
+	// AdminAddMember and AdminRemoveMember are AddMember and RemoveMember
+	// for the admin API, which needs no membership (rest_admin_chats.go).
+	AdminAddMember(ctx context.Context, chatID, user string) (chatd.Chat, error)
+	AdminRemoveMember(ctx context.Context, chatID, user string) error
 	// IsMember returns nil, chatd.ErrNotFound or chatd.ErrForbidden.
 	IsMember(ctx context.Context, chatID, user string) error
 	// History does not check membership; the API calls IsMember first.

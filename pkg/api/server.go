@@ -145,6 +145,7 @@ func (s *Server) routes() {
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 	api.Get("/admin/webhooks/failed", s.requireAdmin, s.webhooksFailed)
 	api.Post("/admin/webhooks/failed/:id/replay", s.requireAdmin, s.webhookReplay)
+	s.adminChatRoutes(api)
 	api.Get("/presence", s.presence)
 
 	// Last, so no file can shadow an API route.

@@ -215,6 +215,15 @@ func isMember(ctx context.Context, q querier, chatID, user string) error {
 // Direct chats refuse with chatd.ErrConflict, a full group (Config.
 // MaxGroupMembers) with chatd.ErrTooManyMembers. It returns the updated chat.
 func (s *Store) AddMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error) {
+	if actor == "" { // never a member; "" is the admin API's own
+		return chatd.Chat{}, fmt.Errorf("add member: no actor: %w", chatd.ErrForbidden)
+	}
+	return s.addMember(ctx, chatID, actor, user)
+}
+
+// addMember is AddMember; an empty actor is the admin API (chats_admin.go),
+// which needs no membership.
+func (s *Store) addMember(ctx context.Context, chatID, actor, user string) (chatd.Chat, error) {
 	if !chatd.ValidUserID(user) {
 		return chatd.Chat{}, fmt.Errorf("add member %q: %w", user, chatd.ErrInvalid)
 	}
@@ -249,6 +258,14 @@ func (s *Store) AddMember(ctx context.Context, chatID, actor, user string) (chat
 // a member (a member may remove itself). Removing a non-member is a no-op.
 // Direct chats refuse with chatd.ErrConflict.
 func (s *Store) RemoveMember(ctx context.Context, chatID, actor, user string) error {
+	if actor == "" { // never a member; "" is the admin API's own
+		return fmt.Errorf("remove member: no actor: %w", chatd.ErrForbidden)
+	}
+	return s.removeMember(ctx, chatID, actor, user)
+}
+
+// removeMember is RemoveMember; an empty actor is the admin API.
+func (s *Store) removeMember(ctx context.Context, chatID, actor, user string) error {
 	err := s.changeMembers(ctx, chatID, actor, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `delete from members where chat_id = $1 and user_id = $2`, chatID, user)
 		return err
@@ -261,7 +278,8 @@ func (s *Store) RemoveMember(ctx context.Context, chatID, actor, user string) er
 
 // changeMembers runs change in a transaction that holds the chat row's lock,
 // the same lock CommitBatch takes, so every message's frozen recipient set is
-// the membership at one point between changes.
+// the membership at one point between changes. An empty actor skips the
+// membership check (the admin API acts for the application, not a member).
 func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var kind string
@@ -272,8 +290,10 @@ func (s *Store) changeMembers(ctx context.Context, chatID, actor string, change 
 		if err != nil {
 			return err
 		}
-		if err := isMember(ctx, tx, chatID, actor); err != nil {
-			return err
+		if actor != "" {
+			if err := isMember(ctx, tx, chatID, actor); err != nil {
+				return err
+			}
 		}
 		if chatd.ChatKind(kind) == chatd.KindDirect {
 			return fmt.Errorf("chat %s is direct: %w", chatID, chatd.ErrConflict)

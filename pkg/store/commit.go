@@ -460,7 +460,7 @@ func (p *commitPlan) assign() {
 			continue
 		}
 		mem := p.members[snd.Chat]
-		if _, ok := slices.BinarySearch(mem, snd.From); !ok {
+		if _, ok := slices.BinarySearch(mem, snd.From); !ok && !snd.System {
 			p.out[i].Err = fmt.Errorf("%s is not a member of %s: %w", snd.From, snd.Chat, chatd.ErrForbidden)
 			continue
 		}
