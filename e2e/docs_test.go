@@ -15,7 +15,8 @@ import (
 
 // docsSnippets returns the shell blocks of file (a path from the repository
 // root) that talk to the chatd `make run` starts: every line is a `TOKEN=`
-// assignment from `chatd token` or a curl to localhost:8080.
+// assignment from `chatd token`, a curl to localhost:8080, or a `CHAT=`
+// assignment from one (an id a later curl uses).
 func docsSnippets(t *testing.T, file string) []string {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join("..", file))
@@ -27,7 +28,7 @@ func docsSnippets(t *testing.T, file string) []string {
 		block, _, _ = strings.Cut(block, "```")
 		ok := strings.Contains(block, "localhost:8080")
 		for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-			if !strings.HasPrefix(line, "TOKEN=$(") && !strings.HasPrefix(line, "curl ") {
+			if !strings.HasPrefix(line, "TOKEN=$(") && !strings.HasPrefix(line, "CHAT=$(curl ") && !strings.HasPrefix(line, "curl ") {
 				ok = false
 			}
 		}
@@ -55,7 +56,7 @@ func makeRunFlags(t *testing.T, listen, dataDir string) []string {
 	return nil
 }
 
-// The commands README.md and docs/operations.md show against `make run`
+// The commands README.md, docs/operations.md and docs/integrations.md show against `make run`
 // work as written: chatd started with make run's flags, each block run by
 // bash with only the binary's path, the data dir and the port put in, and
 // curl told to fail on an HTTP error.
@@ -81,7 +82,7 @@ func TestDocsCommandsAgainstMakeRun(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	ran := 0
-	for _, file := range []string{"README.md", "docs/operations.md"} {
+	for _, file := range []string{"README.md", "docs/operations.md", "docs/integrations.md"} {
 		for _, block := range docsSnippets(t, file) {
 			script := strings.NewReplacer(
 				"./bin/chatd ", bin+" ",
@@ -101,7 +102,7 @@ func TestDocsCommandsAgainstMakeRun(t *testing.T) {
 			ran++
 		}
 	}
-	if ran < 2 {
-		t.Fatalf("ran %d documented blocks, want README's quick start and operations.md's admin call", ran)
+	if ran < 5 {
+		t.Fatalf("ran %d documented blocks, want README's quick start, operations.md's admin call and integrations.md's three service blocks", ran)
 	}
 }

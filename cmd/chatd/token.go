@@ -56,7 +56,13 @@ for the server; each has its environment variable beside it.
 	}
 	extra := fs.Args()
 	if user == "" && len(extra) > 0 {
-		user, extra = extra[0], extra[1:]
+		// The flag package stops at the first word that is not a flag:
+		// after `--service NAME` the flags that follow are parsed now.
+		user = extra[0]
+		if err := parseArgs(fs, extra[1:]); err != nil {
+			return err
+		}
+		extra = fs.Args()
 	}
 	if len(extra) > 0 {
 		return strayArg(fs, extra[0])

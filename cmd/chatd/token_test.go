@@ -18,6 +18,7 @@ func TestTokenForAService(t *testing.T) {
 		service bool
 	}{
 		{"--service before the name", []string{"token", "--service", "backend"}, true},
+		{"flags after --service NAME", []string{"token", "--service", "backend", "--ttl", "1h", "--device", "d1"}, true},
 		{"--service after the name", []string{"token", "backend", "--service", "--ttl", "1h"}, true},
 		{"a person", []string{"token", "backend"}, false},
 	} {

@@ -28,6 +28,16 @@ func token(t *testing.T, user string) string {
 	return tok
 }
 
+// serviceToken is the bot's: a service identity (docs/bots.md).
+func serviceToken(t *testing.T, name string) string {
+	t.Helper()
+	tok, err := api.IssueServiceToken([]byte(secret), name, "bot", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 // The bot answers what it has not answered, once, across a restart: what
 // came while it was down is answered when it is back, and nothing before.
 func TestBotResumesWithoutReplayingHistory(t *testing.T) {
@@ -83,7 +93,7 @@ func TestBotResumesWithoutReplayingHistory(t *testing.T) {
 		bctx, bcancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		go func() { done <- run(bctx, client.Config{URL: n.URL(), Token: token(t, "echobot"), Logger: log}, log) }()
+		go func() { done <- run(bctx, client.Config{URL: n.URL(), Token: serviceToken(t, "echobot"), Logger: log}, log) }()
 		return func() {
 			bcancel()
 			if err := <-done; err != nil {

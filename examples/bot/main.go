@@ -2,7 +2,7 @@
 // its chats with an echo, and after a restart carries on where it stopped,
 // without answering the history again (docs/bots.md).
 //
-//	go run ./examples/bot --url http://127.0.0.1:8080 --token "$(bin/chatd token echobot --data-dir ./data)"
+//	go run ./examples/bot --url http://127.0.0.1:8080 --token "$(bin/chatd token --service echobot --data-dir ./data)"
 //
 // Its position lives in chatd, not in a file: the bot marks each message read
 // once it has answered it and, on start, tracks its chats from what it has
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	url := flag.String("url", envOr("CHATBOT_URL", "http://127.0.0.1:8080"), "chatd's base URL (env CHATBOT_URL)")
-	token := flag.String("token", os.Getenv("CHATBOT_TOKEN"), "the bot's token, e.g. from `chatd token echobot` (env CHATBOT_TOKEN)")
+	token := flag.String("token", os.Getenv("CHATBOT_TOKEN"), "the bot's token, e.g. from `chatd token --service echobot` (env CHATBOT_TOKEN)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bot: unexpected argument %q\n", flag.Arg(0))
@@ -36,7 +36,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *token == "" {
-		fmt.Fprintln(os.Stderr, "bot: no token: pass --token or set CHATBOT_TOKEN (`chatd token echobot` prints one)")
+		fmt.Fprintln(os.Stderr, "bot: no token: pass --token or set CHATBOT_TOKEN (`chatd token --service echobot` prints one)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
