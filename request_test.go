@@ -39,6 +39,9 @@ func TestSendRequestCheck(t *testing.T) {
 			r.Kind, r.Target, r.Emoji = chatd.EventReaction, target, strings.Repeat("x", chatd.MaxEmojiBytes+1)
 		}, chatd.ErrTooLarge, "emoji is"},
 		{"unknown kind", func(r *chatd.SendRequest) { r.Kind, r.Target = "poke", target }, chatd.ErrInvalid, "unknown event kind"},
+		{"system edit", func(r *chatd.SendRequest) {
+			r.Kind, r.Target, r.System = chatd.EventEdit, target, true
+		}, chatd.ErrInvalid, "a system send is a message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
