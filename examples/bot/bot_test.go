@@ -93,7 +93,9 @@ func TestBotResumesWithoutReplayingHistory(t *testing.T) {
 		bctx, bcancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		go func() { done <- run(bctx, client.Config{URL: n.URL(), Token: serviceToken(t, "echobot"), Logger: log}, log) }()
+		go func() {
+			done <- run(bctx, client.Config{URL: n.URL(), Token: serviceToken(t, "echobot"), Logger: log}, log)
+		}()
 		return func() {
 			bcancel()
 			if err := <-done; err != nil {
