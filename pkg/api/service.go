@@ -39,7 +39,8 @@ func serviceClaim(c jwt.MapClaims, name string) (bool, error) {
 }
 
 // limitsFor is the per-connection limits of a session of id: a service's
-// token bucket is Config.ServiceRate's, everything else as for a person.
+// token bucket is Config.ServiceRatePerSecond and ServiceRateBurst, the
+// rest as for a person.
 func (c *Config) limitsFor(id Identity) Limits {
 	l := c.Limits
 	if id.Service {
