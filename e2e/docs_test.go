@@ -56,7 +56,7 @@ func makeRunFlags(t *testing.T, listen, dataDir string) []string {
 	return nil
 }
 
-// The commands README.md, docs/operations.md and docs/integrations.md show against `make run`
+// The commands README.md and docs/operations.md, integrations.md and bots.md show against `make run`
 // work as written: chatd started with make run's flags, each block run by
 // bash with only the binary's path, the data dir and the port put in, and
 // curl told to fail on an HTTP error.
@@ -82,7 +82,7 @@ func TestDocsCommandsAgainstMakeRun(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	ran := 0
-	for _, file := range []string{"README.md", "docs/operations.md", "docs/integrations.md"} {
+	for _, file := range []string{"README.md", "docs/operations.md", "docs/integrations.md", "docs/bots.md"} {
 		for _, block := range docsSnippets(t, file) {
 			script := strings.NewReplacer(
 				"./bin/chatd ", bin+" ",
@@ -102,7 +102,7 @@ func TestDocsCommandsAgainstMakeRun(t *testing.T) {
 			ran++
 		}
 	}
-	if ran < 5 {
-		t.Fatalf("ran %d documented blocks, want README's quick start, operations.md's admin call and integrations.md's three service blocks", ran)
+	if ran < 6 {
+		t.Fatalf("ran %d documented blocks, want README's quick start, operations.md's admin call, integrations.md's three service blocks and bots.md's token", ran)
 	}
 }
