@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,12 +137,11 @@ func (g *gateway) upgrade() fiber.Handler {
 	}
 }
 
-// serve starts one connection's session. It normally returns at once and
-// the session runs on a goroutine of its own: fasthttp (KeepHijackedConns,
-// see New) then releases the request's context, headers and token, and
-// the idle session's stack holds only its own frames. That needs the
-// hijacked socket to read straight from the network (see readsSocket);
-// otherwise the session runs here, as long as the socket lives.
+// serve starts one connection's session on a goroutine of its own and
+// returns: fasthttp (KeepHijackedConns, see New) then releases the
+// request's context, headers and token, and the idle session's stack holds
+// only its own frames. Bytes the client sent past its upgrade request stay
+// with the hijacked connection, which reads them before the socket.
 func (g *gateway) serve(conn *websocket.Conn, id Identity) {
 	s := newSession(g, conn, id)
 	if !g.add(s) {
@@ -152,11 +149,7 @@ func (g *gateway) serve(conn *websocket.Conn, id Identity) {
 		_ = conn.Close()
 		return
 	}
-	if readsSocket(conn.NetConn()) {
-		go g.runSession(s)
-		return
-	}
-	g.runSession(s)
+	go g.runSession(s)
 }
 
 // runSession runs s until it ends and then closes its socket, which
@@ -174,27 +167,6 @@ func (g *gateway) runSession(s *session) {
 	g.metrics.connections.Inc()
 	defer g.metrics.connections.Dec()
 	s.run()
-}
-
-// socketConn is what fasthttp's hijacked connection reads from when no
-// bytes were left over in its request buffer: our listener's connection.
-var socketConn = reflect.TypeFor[*limitedConn]()
-
-// readsSocket reports whether c, fasthttp's hijacked connection, reads
-// straight from the socket. When the client sent bytes past its upgrade
-// request, c reads through fasthttp's request buffer instead, and fasthttp
-// v1.52 pools that buffer again as soon as the hijack handler returns, even
-// with KeepHijackedConns (fixed upstream in valyala/fasthttp#2184): the
-// handler must then live as long as the socket. fasthttp has no accessor
-// for this, so it is read with reflection; any other layout is treated as
-// buffered, which is always safe.
-func readsSocket(c net.Conn) bool {
-	v := reflect.ValueOf(c)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	r := v.Elem().FieldByName("r")
-	return r.IsValid() && r.Kind() == reflect.Interface && !r.IsNil() && r.Elem().Type() == socketConn
 }
 
 func (g *gateway) add(s *session) bool {

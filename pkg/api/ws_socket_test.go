@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,7 +46,9 @@ func TestWSSocketClosedWhenSessionEnds(t *testing.T) {
 
 // A frame the client sends in the same packet as its upgrade request (so
 // it sits in the HTTP server's read buffer at the upgrade) is read, not
-// lost: the session answers its ping.
+// lost: the session answers its ping. The session keeps reading its own
+// socket after other connections took buffers from the HTTP server's pools
+// (the buffer that held the early frame must not go back to a pool).
 func TestWSFrameBufferedWithUpgradeIsRead(t *testing.T) {
 	e := mustEnv(t)
 	conn, err := net.Dial("tcp", e.addr())
@@ -77,6 +80,17 @@ func TestWSFrameBufferedWithUpgradeIsRead(t *testing.T) {
 		if got := readServerFrame(t, br); !jsonTypeIs(got, want) {
 			t.Fatalf("got frame %s, want type %q", got, want)
 		}
+	}
+	for i := range 4 {
+		c, _ := e.dial(t, "bob", "d"+strconv.Itoa(i))
+		c.sendJSON(map[string]any{"type": "ping"})
+		c.nextOf("pong")
+	}
+	if _, err := conn.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if got := readServerFrame(t, br); !jsonTypeIs(got, "pong") {
+		t.Fatalf("got frame %s after other connections, want type pong", got)
 	}
 }
 
