@@ -65,4 +65,8 @@ type Deliverer interface {
 	Detach(c push.Conn)
 	// Ack records that c's client holds the messages with these ids.
 	Ack(c push.Conn, ids []string)
+	// Conns returns the connections registered for user on this node;
+	// AllConns returns every one. The gateway keeps no list of its own.
+	Conns(user string) []push.Conn
+	AllConns() []push.Conn
 }

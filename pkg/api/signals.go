@@ -17,11 +17,12 @@ type Signaler interface {
 // Presence is the cluster's presence as the gateway feeds and REST reads
 // it. *signal.Presence implements it (the node wires it).
 type Presence interface {
-	// Connected: user's first session on this node started. Called under
-	// the gateway's lock (so a user's connects and disconnects arrive in
-	// order); it must not block.
+	// Connected: user's first session on this node registered for live
+	// delivery. Called under the registry's lock (so a user's connects and
+	// disconnects arrive in order); it must not block.
 	Connected(user string)
-	// Disconnected: user's last session on this node ended. As Connected.
+	// Disconnected: user's last session on this node left live delivery.
+	// As Connected.
 	Disconnected(user string)
 	// Lookup returns what viewer may know of each user, in order: only
 	// users who share a chat with viewer (as live presence) show online or

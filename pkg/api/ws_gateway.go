@@ -9,15 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
 
-// gateway owns the WebSocket side: the upgrade checks, and the set of live
-// sessions (so shutdown can close them, and receipts can find a user's
-// sessions on this node). Safe for concurrent use.
+// gateway owns the WebSocket side: the upgrade checks and the sessions'
+// lifetimes (so shutdown can refuse new ones and wait for the rest). The
+// live sessions are registered in Config.Delivery, the node's one registry
+// of connections, where shutdown, signals and presence find them. Safe for
+// concurrent use.
 type gateway struct {
 	cfg     *Config
 	srv     *Server
@@ -35,8 +38,6 @@ type gateway struct {
 	penalties penaltyBox
 
 	mu       sync.Mutex
-	sessions map[*session]struct{}
-	byUser   map[string]map[*session]struct{}
 	shutting bool           // no new sessions once set
 	live     sync.WaitGroup // one per session handler; Add only under mu while !shutting
 }
@@ -46,8 +47,6 @@ func newGateway(s *Server) *gateway {
 		cfg:       &s.cfg,
 		srv:       s,
 		metrics:   s.metrics,
-		sessions:  make(map[*session]struct{}),
-		byUser:    make(map[string]map[*session]struct{}),
 		penalties: penaltyBox{first: s.cfg.AbuseWait},
 	}
 }
@@ -144,7 +143,7 @@ func (g *gateway) upgrade() fiber.Handler {
 // with the hijacked connection, which reads them before the socket.
 func (g *gateway) serve(conn *websocket.Conn, id Identity) {
 	s := newSession(g, conn, id)
-	if !g.add(s) {
+	if !g.add() {
 		s.refuse("server shutting down")
 		_ = conn.Close()
 		return
@@ -157,7 +156,7 @@ func (g *gateway) serve(conn *websocket.Conn, id Identity) {
 // the session counts as gone, so shutdown returns with every socket
 // closed. A panic is logged and ends only this connection.
 func (g *gateway) runSession(s *session) {
-	defer g.remove(s)
+	defer g.remove()
 	defer func() {
 		if r := recover(); r != nil {
 			g.srv.log.Error("websocket handler panicked", "panic", fmt.Sprint(r))
@@ -169,45 +168,33 @@ func (g *gateway) runSession(s *session) {
 	s.run()
 }
 
-func (g *gateway) add(s *session) bool {
+// add counts a session handler in, unless the gateway is shutting down.
+func (g *gateway) add() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.shutting {
 		return false
 	}
 	g.live.Add(1)
-	g.sessions[s] = struct{}{}
-	u := g.byUser[s.id.User]
-	if u == nil {
-		u = make(map[*session]struct{})
-		g.byUser[s.id.User] = u
-		g.userConnectedLocked(s.id.User)
-	}
-	u[s] = struct{}{}
 	return true
 }
 
-func (g *gateway) remove(s *session) {
-	g.mu.Lock()
-	delete(g.sessions, s)
-	if u := g.byUser[s.id.User]; u != nil {
-		delete(u, s)
-		if len(u) == 0 {
-			delete(g.byUser, s.id.User)
-			g.userDisconnectedLocked(s.id.User)
-		}
-	}
-	g.mu.Unlock()
-	g.live.Done()
-}
+// remove counts a session handler out once its socket is closed.
+func (g *gateway) remove() { g.live.Done() }
 
 // sessionsOf returns the live sessions of user on this node.
 func (g *gateway) sessionsOf(user string) []*session {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]*session, 0, len(g.byUser[user]))
-	for s := range g.byUser[user] {
-		out = append(out, s)
+	return sessionsIn(g.cfg.Delivery.Conns(user))
+}
+
+// sessionsIn picks this gateway's sessions out of registered connections
+// (all of them, in a node: only the gateway registers any).
+func sessionsIn(conns []push.Conn) []*session {
+	out := make([]*session, 0, len(conns))
+	for _, c := range conns {
+		if s, ok := c.(*session); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -224,11 +211,10 @@ func (g *gateway) closing() bool {
 func (g *gateway) shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.shutting = true
-	all := make([]*session, 0, len(g.sessions))
-	for s := range g.sessions {
-		all = append(all, s)
-	}
 	g.mu.Unlock()
+	// A session that registers after this listing sees shutting (see
+	// session.run) and closes itself.
+	all := sessionsIn(g.cfg.Delivery.AllConns())
 	for _, s := range all {
 		s.closeWith(wire.CloseGoingAway, "server shutting down")
 	}

@@ -123,6 +123,20 @@ func (s *session) User() string { return s.id.User }
 // Device is the session's device (push.Conn).
 func (s *session) Device() string { return s.id.Device }
 
+// UserPresent tells presence that this session is its user's first on this
+// node, or was the last (push.Conn). Under the registry's lock, so one
+// user's connects and disconnects reach presence in order.
+func (s *session) UserPresent(present bool) {
+	p := s.g.cfg.Presence
+	switch {
+	case p == nil:
+	case present:
+		p.Connected(s.id.User)
+	default:
+		p.Disconnected(s.id.User)
+	}
+}
+
 // Deliver queues a `msg` frame without blocking (push.Conn); false when the
 // queue is full or the session is closing. It queues m itself, which push
 // never changes once handed out; the writer encodes it later, through m's
@@ -228,6 +242,11 @@ func (s *session) run() {
 		return
 	}
 	defer d.Detach(s)
+	if s.g.closing() {
+		// Shutdown listed the registered sessions before this one was:
+		// close it like them (after its hello, below).
+		s.closeWith(wire.CloseGoingAway, "server shutting down")
+	}
 	// hello is written here while this goroutine holds the writer role
 	// (outQueue starts taken), so it is the first frame even if push
 	// delivered while Attach returned.

@@ -32,6 +32,7 @@ func (c *ackingConn) Deliver(m *push.Outgoing) bool {
 	}
 }
 func (c *ackingConn) Close(push.Reason) {}
+func (c *ackingConn) UserPresent(bool)  {}
 
 func (c *ackingConn) ackLoop(r *push.Registry, wg *sync.WaitGroup) {
 	defer wg.Done()

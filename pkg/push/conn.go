@@ -65,4 +65,9 @@ type Conn interface {
 	// Close ends the connection with the close code that reason maps to.
 	// It must not block and may be called more than once.
 	Close(reason Reason)
+	// UserPresent is told that this connection is its user's first one
+	// registered on this node (true), or that it was the last and has left
+	// (false). It is called under the registry's lock, so one user's
+	// changes arrive in the order they happened, and must not block.
+	UserPresent(present bool)
 }

@@ -124,13 +124,7 @@ func (r *Registry) forgetDeliveries() {
 // withdrawAll withdraws and closes every registered session. The caller
 // has already left healthLive, so no new session registers meanwhile.
 func (r *Registry) withdrawAll(reason Reason) {
-	r.mu.Lock()
-	conns := make([]Conn, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		conns = append(conns, s.conn)
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range r.AllConns() {
 		r.Withdraw(c, reason)
 	}
 }

@@ -3,6 +3,7 @@ package push_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,6 +30,8 @@ type recConn struct {
 	at      []time.Time
 	closed  push.Reason
 	closeAt time.Time
+	// presence is what UserPresent was told, in order.
+	presence []bool
 }
 
 func (c *recConn) User() string   { return c.user }
@@ -51,6 +54,13 @@ func (c *recConn) Close(r push.Reason) {
 		c.closed = r
 		c.closeAt = time.Now()
 	}
+}
+
+// UserPresent records the registry's presence calls in order.
+func (c *recConn) UserPresent(present bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.presence = append(c.presence, present)
 }
 
 func (c *recConn) received() []chatd.Message {
@@ -173,4 +183,10 @@ func streamHas(t *testing.T, e *env, seq uint64) bool {
 	t.Helper()
 	_, err := e.stream.GetMsg(context.Background(), seq)
 	return err == nil
+}
+
+func (c *recConn) presenceCalls() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.presence)
 }

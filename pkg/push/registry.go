@@ -40,9 +40,11 @@ type delivery struct {
 	final time.Time
 }
 
-// Registry is the node's live-delivery state: one active session per
-// (user, device), each connection's pending set, and the stream messages in
-// flight. It is safe for concurrent use. pkg/api attaches, detaches and acks
+// Registry is the node's one registry of live connections and its
+// live-delivery state: one active session per (user, device), the sessions
+// of each user (for fan-out, and for pkg/api's signals and presence), each
+// connection's pending set, and the stream messages in flight. It is safe
+// for concurrent use. pkg/api attaches, detaches, acks and looks up
 // connections; the consumer (Run) and the fast path feed it messages.
 type Registry struct {
 	cfg Config
@@ -134,6 +136,9 @@ func (r *Registry) Attach(c Conn) error {
 	s := &session{conn: c, attached: r.cfg.Now(), pending: make(pendingSet), fast: make(map[string]fastEntry)}
 	r.sessions[key] = s
 	r.byUser[key.user] = append(r.byUser[key.user], s)
+	if len(r.byUser[key.user]) == 1 && old == nil {
+		c.UserPresent(true)
+	}
 	r.mu.Unlock()
 	r.metrics.connections.Inc()
 	r.ackAll(acks)
@@ -152,7 +157,7 @@ func (r *Registry) Detach(c Conn) {
 	s := r.currentLocked(c)
 	var acks []jetstream.Msg
 	if s != nil {
-		acks = r.withdrawLocked(s)
+		acks = r.leaveLocked(s)
 	}
 	r.mu.Unlock()
 	r.ackAll(acks)
@@ -167,7 +172,7 @@ func (r *Registry) Withdraw(c Conn, reason Reason) bool {
 	s := r.currentLocked(c)
 	var acks []jetstream.Msg
 	if s != nil {
-		acks = r.withdrawLocked(s)
+		acks = r.leaveLocked(s)
 	}
 	r.mu.Unlock()
 	if s == nil {
@@ -186,6 +191,16 @@ func (r *Registry) currentLocked(c Conn) *session {
 		return nil
 	}
 	return s
+}
+
+// leaveLocked withdraws s (withdrawLocked) and tells its connection when
+// it was its user's last.
+func (r *Registry) leaveLocked(s *session) []jetstream.Msg {
+	acks := r.withdrawLocked(s)
+	if len(r.byUser[s.conn.User()]) == 0 {
+		s.conn.UserPresent(false)
+	}
+	return acks
 }
 
 // withdrawLocked unregisters s and drops its whole pending set. It is a
@@ -264,6 +279,29 @@ func (r *Registry) Pins() []Pin {
 		}
 	}
 	return pins
+}
+
+// Conns returns the connections registered for user on this node.
+func (r *Registry) Conns(user string) []Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.byUser[user]
+	out := make([]Conn, len(list))
+	for i, s := range list {
+		out[i] = s.conn
+	}
+	return out
+}
+
+// AllConns returns every registered connection.
+func (r *Registry) AllConns() []Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Conn, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s.conn)
+	}
+	return out
 }
 
 // Connections returns how many sessions are registered.
