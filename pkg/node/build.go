@@ -44,7 +44,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	n.Push, err = push.New(push.Config{
 		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
 		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
-		CheckInterval: cfg.ConsumerCheck, Settle: off == "", AloneCheck: aloneCheck(cfg.SettleWait),
+		CheckInterval: cfg.ConsumerCheck, Settle: off == "", AloneCheck: push.AloneCheckFor(cfg.SettleWait),
 		Seen:   func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) },
 		Logger: n.log, Registerer: n.reg,
 	})
@@ -134,14 +134,6 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		ServiceRatePerSecond: cfg.ServiceRatePerSecond, ServiceRateBurst: cfg.ServiceRateBurst,
 	})
 	return err
-}
-
-// aloneCheck is how often push lists the stream's consumers while settling:
-// a message reads settled only after a listing begun after its fast path,
-// so several listings must fit in the settle wait or acked messages would
-// be published for want of one.
-func aloneCheck(wait time.Duration) time.Duration {
-	return max(wait/5, 5*time.Millisecond)
 }
 
 // chatsWithBatchedReads is the store as the API sees it, with read

@@ -31,7 +31,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 				continue
 			}
 			if fe, seen := s.fast[m.ID]; seen {
-				if !fe.acked && r.cfg.Settle {
+				if !fe.acked && r.settle.on {
 					got = append(got, s)
 				}
 				continue
@@ -44,7 +44,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
 				s.fast[m.ID] = fastEntry{at: now}
-				if r.cfg.Settle {
+				if r.settle.on {
 					got = append(got, s)
 				}
 				r.metrics.framesFast.Inc()
@@ -54,7 +54,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			}
 		}
 	}
-	r.noteFastLocked(m.ID, got, missed, now)
+	r.settle.handled(m.ID, got, missed, now)
 }
 
 // handle takes one message from the node's consumer.
@@ -201,7 +201,7 @@ func (r *Registry) Ack(c Conn, ids []string) {
 		if fe, ok := s.fast[id]; ok && !fe.acked {
 			fe.acked = true
 			s.fast[id] = fe
-			r.settleOneLocked(id)
+			r.settle.done(id)
 		}
 	}
 	r.mu.Unlock()

@@ -34,7 +34,7 @@ func (r *Registry) Tracked() (local, fast int) {
 	for _, s := range r.sessions {
 		fast += len(s.fast)
 	}
-	return len(r.local), fast
+	return len(r.settle.local), fast
 }
 
 // CheckAlone lists the stream's consumers now, as Run does every

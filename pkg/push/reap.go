@@ -32,11 +32,7 @@ func (r *Registry) Reap() {
 			delete(r.streamFirst, id)
 		}
 	}
-	for id, le := range r.local {
-		if le.at.Before(cutoff) {
-			delete(r.local, id) // a relay that stopped leading never asks
-		}
-	}
+	r.settle.forgetBefore(cutoff)
 	for _, s := range r.sessions {
 		for id, fe := range s.fast {
 			if fe.at.Before(cutoff) {

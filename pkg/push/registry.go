@@ -64,16 +64,8 @@ type Registry struct {
 	// skips them even if every recipient has acked already and the delivery
 	// is gone. Rare, so small; pruned by Reap after FastMemory.
 	streamFirst map[string]time.Time
-	// local is the fast path's account of each message while the relay has
-	// not finished with it (settle.go); empty unless Config.Settle.
-	local map[string]*localEntry
-	// aloneAt is when the latest listing of the stream's consumers that
-	// found none but this node's began; zero while the latest that answered
-	// found another (settle.go). Only messages the fast path handled before
-	// it may read settled.
-	aloneAt time.Time
-	// notAlone remembers the latest answer, to log only its changes.
-	notAlone bool
+	// settle is the single-node settle state (settle.go).
+	settle settling
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
@@ -104,7 +96,7 @@ func New(cfg Config) (*Registry, error) {
 		finals:     make(map[*delivery]struct{}),
 
 		streamFirst: make(map[string]time.Time),
-		local:       make(map[string]*localEntry),
+		settle:      newSettling(cfg.Settle),
 		live:        make(chan struct{}),
 	}
 	if cfg.JS == nil {
@@ -236,7 +228,7 @@ func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 	s.pending = nil
 	for id, fe := range s.fast {
 		if !fe.acked {
-			r.settleOneLocked(id)
+			r.settle.done(id)
 		}
 	}
 	s.fast = nil

@@ -38,7 +38,7 @@ func (r *Registry) Run(ctx context.Context) error {
 		r.health = healthStarting // a stopped consumer feeds nobody
 		r.mu.Unlock()
 	}()
-	if r.cfg.Settle {
+	if r.settle.on {
 		var alone sync.WaitGroup
 		alone.Add(1)
 		go func() {

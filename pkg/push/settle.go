@@ -35,6 +35,29 @@ import (
 // history. Any other consumer (an integration's, one made with the nats CLI)
 // turns settling off the same way, for as long as it exists.
 
+// settling is the single-node settle state machine and the one owner of
+// its state (docs/architecture.md, "Settled on one node", draws it): the
+// node's proof of being alone, from the latest listing of the stream's
+// consumers, and the fast path's account of each message. The node decides
+// whether it runs at all (Config.Settle); the relay only asks Settled,
+// publishes what does not read settled within its wait, and says when it is
+// done (Forget). All fields are guarded by Registry.mu.
+type settling struct {
+	// on is Config.Settle: off, nothing is recorded and nothing reads
+	// settled.
+	on bool
+	// local is the fast path's account of each message while the relay has
+	// not finished with it.
+	local map[string]*localEntry
+	// aloneAt is when the latest listing that found no consumer but this
+	// node's began; zero before the first such listing and while the
+	// latest that answered found another. Only messages the fast path
+	// handled before it may read settled.
+	aloneAt time.Time
+	// notAlone remembers the latest answer, to log only its changes.
+	notAlone bool
+}
+
 // localEntry is one message the fast path handled.
 type localEntry struct {
 	// waiting counts the connections handed the frame that have neither
@@ -43,25 +66,80 @@ type localEntry struct {
 	// missed is set when a registered recipient connection did not get the
 	// frame (its queue was full): only the stream delivery reaches it.
 	missed bool
-	// sessions got the frame; Forget drops their fast entries once the
+	// sessions got the frame; forget drops their fast entries once the
 	// message is settled, since no stream delivery will come to do it.
 	sessions []*session
 	at       time.Time // when the fast path ran; Reap forgets it after FastMemory
 }
 
-// noteFastLocked records what the fast path did with message id.
-func (r *Registry) noteFastLocked(id string, sessions []*session, missed bool, now time.Time) {
-	if !r.cfg.Settle {
-		return
-	}
-	r.local[id] = &localEntry{waiting: len(sessions), missed: missed, sessions: sessions, at: now}
+func newSettling(on bool) settling {
+	return settling{on: on, local: make(map[string]*localEntry)}
 }
 
-// settleOneLocked counts down message id for a connection that acked it or
-// left live delivery before acking it.
-func (r *Registry) settleOneLocked(id string) {
-	if le := r.local[id]; le != nil {
+// handled records what the fast path did with message id: handed to
+// sessions, and missed a registered recipient connection or not.
+func (st *settling) handled(id string, sessions []*session, missed bool, now time.Time) {
+	if !st.on {
+		return
+	}
+	st.local[id] = &localEntry{waiting: len(sessions), missed: missed, sessions: sessions, at: now}
+}
+
+// done counts down message id for a connection that acked it or left live
+// delivery before acking it.
+func (st *settling) done(id string) {
+	if le := st.local[id]; le != nil {
 		le.waiting--
+	}
+}
+
+// settled: handled by the fast path, which reached every registered
+// recipient connection, each of which has acked or left, and proved alone
+// by a listing begun after the fast path ran.
+func (st *settling) settled(id string) bool {
+	le := st.local[id]
+	return le != nil && !le.missed && le.waiting <= 0 && le.at.Before(st.aloneAt)
+}
+
+// listed takes the answer of a listing of the stream's consumers that
+// began at began, and reports whether it changed the node from alone to
+// not alone (or back). A failed listing is not an answer: the state stays.
+func (st *settling) listed(began time.Time, notAlone bool) (changed bool) {
+	changed = notAlone != st.notAlone
+	st.notAlone = notAlone
+	if notAlone {
+		st.aloneAt = time.Time{}
+	} else {
+		st.aloneAt = began
+	}
+	return changed
+}
+
+// forget drops the account of messages whose rows left the outbox (see
+// Forget).
+func (st *settling) forget(skipped, published []string) {
+	for _, id := range published {
+		delete(st.local, id)
+	}
+	for _, id := range skipped {
+		le := st.local[id]
+		if le == nil {
+			continue
+		}
+		delete(st.local, id)
+		for _, s := range le.sessions {
+			delete(s.fast, id) // a no-op on a withdrawn session's nil map
+		}
+	}
+}
+
+// forgetBefore drops the account of messages handled before cutoff: a
+// relay that stopped leading never asks about them.
+func (st *settling) forgetBefore(cutoff time.Time) {
+	for id, le := range st.local {
+		if le.at.Before(cutoff) {
+			delete(st.local, id)
+		}
 	}
 }
 
@@ -73,8 +151,15 @@ func (r *Registry) settleOneLocked(id string) {
 func (r *Registry) Settled(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	le := r.local[id]
-	return le != nil && !le.missed && le.waiting <= 0 && le.at.Before(r.aloneAt)
+	return r.settle.settled(id)
+}
+
+// AloneCheckFor is Config.AloneCheck for a relay's settle wait: a message
+// reads settled only after a listing begun after its fast path, so several
+// listings must fit in the wait or acked messages would be published for
+// want of one.
+func AloneCheckFor(settleWait time.Duration) time.Duration {
+	return max(settleWait/5, 5*time.Millisecond)
 }
 
 // watchAlone lists the stream's consumers every Config.AloneCheck until ctx
@@ -111,22 +196,16 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	}
 	notAlone := len(others) > 0
 	r.mu.Lock()
-	was := r.notAlone
-	r.notAlone = notAlone
-	if notAlone {
-		r.aloneAt = time.Time{}
-	} else {
-		r.aloneAt = began
-	}
+	changed := r.settle.listed(began, notAlone)
 	r.mu.Unlock()
 	switch {
-	case notAlone && !was:
+	case notAlone && changed:
 		r.metrics.alone.Set(0)
 		r.log.Info("another consumer reads the delivery stream; every message goes to the stream while it exists",
 			"consumers", others)
 	case !notAlone:
 		r.metrics.alone.Set(1)
-		if was {
+		if changed {
 			r.log.Info("no consumer but this node's reads the delivery stream; settling again")
 		}
 	}
@@ -165,17 +244,5 @@ func (r *Registry) otherConsumers(ctx context.Context, str *jetstream.Stream) ([
 func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range published {
-		delete(r.local, id)
-	}
-	for _, id := range skipped {
-		le := r.local[id]
-		if le == nil {
-			continue
-		}
-		delete(r.local, id)
-		for _, s := range le.sessions {
-			delete(s.fast, id) // a no-op on a withdrawn session's nil map
-		}
-	}
+	r.settle.forget(skipped, published)
 }

@@ -1,0 +1,58 @@
+package push
+
+import (
+	"testing"
+	"time"
+)
+
+// The settle state machine as docs/architecture.md draws it: a message
+// reads settled only once every connection handed it acked or left, no
+// registered recipient connection missed it, and a listing begun after its
+// fast path found the node alone; another consumer turns settling off until
+// a later listing finds none again; a failed listing (no call to listed)
+// changes nothing.
+func TestSettlingStateMachine(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	a, b := &session{fast: map[string]fastEntry{}}, &session{fast: map[string]fastEntry{}}
+
+	st := newSettling(true)
+	st.handled("m1", []*session{a, b}, false, at(0))
+	st.handled("missed", []*session{a}, true, at(0))
+	st.done("m1")
+	st.done("missed")
+	if st.settled("m1") {
+		t.Fatal("m1 settled with one of two connections still waiting")
+	}
+	st.done("m1")
+	if st.settled("m1") {
+		t.Fatal("m1 settled before any listing proved the node alone")
+	}
+	if changed := st.listed(at(-1), false); changed || st.settled("m1") {
+		t.Fatalf("a listing begun before m1's fast path: changed %v, settled %v; want neither", changed, st.settled("m1"))
+	}
+	st.listed(at(1), false)
+	if !st.settled("m1") || st.settled("missed") || st.settled("unknown") {
+		t.Fatalf("after a listing begun later: m1 %v, missed %v, unknown %v; want only m1 settled",
+			st.settled("m1"), st.settled("missed"), st.settled("unknown"))
+	}
+	if changed := st.listed(at(2), true); !changed || st.settled("m1") {
+		t.Fatalf("another consumer: changed %v, m1 settled %v; want changed and m1 not settled", changed, st.settled("m1"))
+	}
+	if changed := st.listed(at(3), false); !changed || !st.settled("m1") {
+		t.Fatalf("alone again: changed %v, m1 settled %v; want both", changed, st.settled("m1"))
+	}
+
+	a.fast["m1"], b.fast["m1"] = fastEntry{at: at(0)}, fastEntry{at: at(0)}
+	st.forget([]string{"m1"}, []string{"missed"})
+	if len(st.local) != 0 || len(a.fast) != 0 || len(b.fast) != 0 {
+		t.Fatalf("after forget: %d accounts, fast entries %d and %d; want none", len(st.local), len(a.fast), len(b.fast))
+	}
+
+	off := newSettling(false)
+	off.handled("m2", nil, false, at(0))
+	off.listed(at(1), false)
+	if off.settled("m2") {
+		t.Fatal("settling off: m2 reads settled")
+	}
+}
