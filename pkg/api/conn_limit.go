@@ -40,6 +40,9 @@ type limitListener struct {
 	open        atomic.Int64
 	metrics     *metrics
 	log         *slog.Logger
+	// now is Config.Now, for the warnings' rate limits (socket deadlines
+	// are the network poller's, on the wall clock).
+	now func() time.Time
 	// lastWarn rate-limits the refusal log to one a minute (unix nanos).
 	lastWarn atomic.Int64
 	// lastFDWarn does the same for running out of file descriptors.
@@ -64,8 +67,8 @@ func retryableAccept(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED)
 }
 
-func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, m *metrics, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, max: int64(maxConns), readTimeout: readTimeout, metrics: m, log: log}
+func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, now func() time.Time, m *metrics, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, max: int64(maxConns), readTimeout: readTimeout, now: now, metrics: m, log: log}
 }
 
 // Accept returns the next connection under the cap, refusing those over it.
@@ -89,7 +92,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.metrics.httpConns.Inc()
-		by := time.Now().Add(l.readTimeout)
+		by := deadline(l.readTimeout)
 		if err := c.SetReadDeadline(by); err != nil {
 			l.release()
 			_ = c.Close()
@@ -103,10 +106,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 func (l *limitListener) refuse(c net.Conn) {
 	l.metrics.httpRefused.Inc()
-	_ = c.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+	_ = c.SetWriteDeadline(deadline(refusalWriteTimeout))
 	_, _ = c.Write(refusal)
 	_ = c.Close()
-	now := time.Now().UnixNano()
+	now := l.now().UnixNano()
 	if last := l.lastWarn.Load(); now-last > int64(time.Minute) && l.lastWarn.CompareAndSwap(last, now) {
 		l.log.Warn("refusing connections: --max-connections are open; raise it (and the open-file limit) or add nodes",
 			"max_connections", l.max)
@@ -115,7 +118,7 @@ func (l *limitListener) refuse(c net.Conn) {
 
 func (l *limitListener) warnAcceptRetry(err error, wait time.Duration) {
 	l.metrics.httpAcceptRetries.Inc()
-	now := time.Now().UnixNano()
+	now := l.now().UnixNano()
 	if last := l.lastFDWarn.Load(); now-last > int64(time.Minute) && l.lastFDWarn.CompareAndSwap(last, now) {
 		l.log.Warn("accepting connections failed; retrying: if out of file descriptors, raise the open-file limit (systemd LimitNOFILE, ulimit -n) above --max-connections plus the connections to PostgreSQL and NATS, or lower --max-connections",
 			"err", err, "retry_in", wait, "max_connections", l.max)

@@ -38,7 +38,7 @@ func TestAcceptWaitsOutRunningOutOfFileDescriptors(t *testing.T) {
 	}
 	defer ln.Close()
 	m := newMetrics(nil)
-	ll := newLimitListener(&flakyListener{Listener: ln, fails: 3}, 10, 5*time.Second, m, slog.New(slog.DiscardHandler))
+	ll := newLimitListener(&flakyListener{Listener: ln, fails: 3}, 10, 5*time.Second, time.Now, m, slog.New(slog.DiscardHandler))
 	type result struct {
 		c   net.Conn
 		err error
@@ -73,7 +73,7 @@ func TestAcceptWaitsOutRunningOutOfFileDescriptors(t *testing.T) {
 	// Any other error still ends Accept (a closed listener ends serving).
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
 	ln2.Close()
-	ll2 := newLimitListener(ln2, 10, time.Second, newMetrics(nil), slog.New(slog.DiscardHandler))
+	ll2 := newLimitListener(ln2, 10, time.Second, time.Now, newMetrics(nil), slog.New(slog.DiscardHandler))
 	if _, err := ll2.Accept(); err == nil || !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Accept on a closed listener: got %v, want net.ErrClosed", err)
 	}

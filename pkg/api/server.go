@@ -177,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); keys.run(rctx) }()
 		defer func() { stop(); <-done }()
 	}
-	ln = newLimitListener(ln, s.cfg.MaxConnections, s.cfg.ReadTimeout, s.metrics, s.log)
+	ln = newLimitListener(ln, s.cfg.MaxConnections, s.cfg.ReadTimeout, s.cfg.Now, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {

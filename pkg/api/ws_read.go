@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
@@ -67,7 +66,7 @@ func (s *session) setControlHandlers() {
 	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
 	s.conn.SetPingHandler(func(data string) error {
 		s.extendReadDeadline()
-		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.g.cfg.WriteTimeout))
+		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.WriteTimeout))
 		var ne net.Error
 		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
 			return nil
@@ -76,7 +75,7 @@ func (s *session) setControlHandlers() {
 	})
 	s.conn.SetCloseHandler(func(code int, _ string) error {
 		// As the library's default: echo the code, no text.
-		_ = s.writeCloseFrame(websocket.FormatCloseMessage(code, ""), time.Now().Add(controlFrameWait))
+		_ = s.writeCloseFrame(websocket.FormatCloseMessage(code, ""), deadline(controlFrameWait))
 		return nil
 	})
 }
@@ -177,7 +176,7 @@ func (s *session) reject(cid string, code wire.Code, msg string) {
 // refused records a refused frame and closes with 4008 once the client
 // keeps going regardless (see abuseStreak).
 func (s *session) refused() {
-	if s.abuse.refused(time.Now()) {
+	if s.abuse.refused(s.g.cfg.Now()) {
 		s.closeWith(wire.CloseRate, "rate or credit violation: too many refused frames in a row")
 	}
 }
@@ -186,7 +185,7 @@ func (s *session) refused() {
 // answer. Over the budget the frame is answered `rejected rate_limited`
 // and must be dropped.
 func (s *session) charge(units int, cid string) bool {
-	if s.limits.allow(time.Now(), units) {
+	if s.limits.allow(s.g.cfg.Now(), units) {
 		return true
 	}
 	s.reject(cid, wire.CodeRateLimited, "over rate_per_s/rate_burst")

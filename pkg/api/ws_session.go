@@ -21,6 +21,11 @@ const (
 	controlFrameWait                = time.Second // write deadline of close frames
 )
 
+// deadline is a socket deadline d from now. The runtime's network poller
+// compares deadlines with the wall clock, so they never come from
+// Config.Now, which decides the timing logic (limits, tokens, penalties).
+func deadline(d time.Duration) time.Time { return time.Now().Add(d) }
+
 // closeCode maps push's withdrawal reasons to close codes.
 func closeCode(r push.Reason) wire.CloseCode {
 	switch r {
@@ -220,7 +225,7 @@ func (s *session) offer(data []byte, kind string) {
 // shutting down, or live delivery is not ready) with 1001 going away: the
 // client reconnects, here or to another node, and resyncs from history.
 func (s *session) refuse(why string) {
-	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(wire.CloseGoingAway), why), time.Now().Add(controlFrameWait))
+	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(wire.CloseGoingAway), why), deadline(controlFrameWait))
 }
 
 // run is the session's life: register for live delivery, then `hello`
@@ -252,7 +257,7 @@ func (s *session) run() {
 	// delivered while Attach returned.
 	limits := s.g.cfg.limitsFor(s.id)
 	hello := wire.AppendHello(nil, s.id.User, s.id.Device, limits.announced())
-	if err := s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+	if err := s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, deadline(s.g.cfg.WriteTimeout)); err != nil {
 		s.closeWith(closeNone, "")
 		return
 	}
@@ -303,7 +308,7 @@ func (s *session) writeRun() {
 		if !more {
 			return
 		}
-		if err := s.writeFrames(batch, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+		if err := s.writeFrames(batch, deadline(s.g.cfg.WriteTimeout)); err != nil {
 			s.logger().Debug("websocket write failed", "err", err)
 			s.closeWith(closeNone, "")
 			s.abort()
@@ -329,7 +334,7 @@ func (s *session) ping() {
 	if s.pingEnded || s.closed() {
 		return
 	}
-	if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.g.cfg.WriteTimeout)); err != nil {
+	if err := s.conn.WriteControl(websocket.PingMessage, nil, deadline(s.g.cfg.WriteTimeout)); err != nil {
 		s.closeWith(closeNone, "")
 		s.abort()
 		return
@@ -358,11 +363,11 @@ func (s *session) writeClose() {
 		return
 	}
 	if s.code != wire.CloseOverloaded { // an overloaded client is not reading
-		s.flush(time.Now().Add(controlFrameWait))
+		s.flush(deadline(controlFrameWait))
 	}
-	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(s.code), s.reason), time.Now().Add(controlFrameWait))
+	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(s.code), s.reason), deadline(controlFrameWait))
 	s.deadlineMu.Lock()
-	_ = s.conn.SetReadDeadline(time.Now().Add(closeHandshake))
+	_ = s.conn.SetReadDeadline(deadline(closeHandshake))
 	s.deadlineMu.Unlock()
 }
 
@@ -374,7 +379,7 @@ func (s *session) flush(deadline time.Time) {
 // abort unblocks the reader at once.
 func (s *session) abort() {
 	s.deadlineMu.Lock()
-	_ = s.conn.SetReadDeadline(time.Now())
+	_ = s.conn.SetReadDeadline(deadline(0))
 	s.deadlineMu.Unlock()
 }
 
@@ -387,7 +392,7 @@ func (s *session) extendReadDeadline() {
 	if s.closed() {
 		return
 	}
-	if at, move := s.idleDeadline.Next(time.Now(), s.g.cfg.Limits.IdleTimeout); move {
+	if at, move := s.idleDeadline.Next(deadline(0), s.g.cfg.Limits.IdleTimeout); move {
 		_ = s.conn.SetReadDeadline(at)
 	}
 }

@@ -297,6 +297,32 @@ func TestWSRateLimitThenAbuseClose4008(t *testing.T) {
 	}
 }
 
+// The connection's budget refills by Config.Now, not the wall clock: with
+// the clock held still a spent budget stays spent, and moving it a second
+// gives a send back.
+func TestWSRateLimitFollowsTheClock(t *testing.T) {
+	clock := &testClock{t: time.Now()}
+	e := mustEnv(t, func(c *api.Config) {
+		c.Limits.RatePerSecond, c.Limits.RateBurst = 1, 1
+		c.Now = clock.now
+	})
+	chat := e.mustGroup(t, "alice")
+	c, _ := e.dial(t, "alice", "")
+	c.sendJSON(sendFrame(chat, "k1", "x"))
+	c.nextOf("accepted")
+	c.sendJSON(sendFrame(chat, "k2", "x"))
+	if m := c.nextOf("rejected"); m["code"] != "rate_limited" {
+		t.Fatalf("second send: got %v, want rejected rate_limited", m)
+	}
+	clock.add(time.Second)
+	c.sendJSON(sendFrame(chat, "k3", "x"))
+	c.nextOf("accepted")
+	c.sendJSON(sendFrame(chat, "k4", "x"))
+	if m := c.nextOf("rejected"); m["code"] != "rate_limited" {
+		t.Fatalf("fourth send: got %v, want rejected rate_limited", m)
+	}
+}
+
 func TestWSReadReceipt(t *testing.T) {
 	e := mustEnv(t)
 	chat := e.mustGroup(t, "alice", "bob")

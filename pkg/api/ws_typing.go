@@ -79,7 +79,7 @@ func (s *session) onTyping(f wire.ClientFrame) {
 		// A repeat is dropped, but still read and parsed: it costs a unit,
 		// as a ping does, so a client repeating typing as fast as it can
 		// runs out of budget and is closed like any other flood.
-		if !s.limits.allow(time.Now(), 1) {
+		if !s.limits.allow(s.g.cfg.Now(), 1) {
 			s.typingLimited()
 			return
 		}
@@ -89,7 +89,7 @@ func (s *session) onTyping(f wire.ClientFrame) {
 		s.typingLimited()
 		return
 	}
-	if !s.limits.allow(time.Now(), tokenUnits) {
+	if !s.limits.allow(s.g.cfg.Now(), tokenUnits) {
 		s.typingLimited()
 		return
 	}
