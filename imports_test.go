@@ -58,6 +58,7 @@ var allowedImports = map[string][]string{
 
 	// Real nodes for tests: below pkg/node, as httptest is below net/http.
 	"pkg/node/nodetest": {"", "embedded", "pkg/node"},
+	"pkg/api/apitest":   {"pkg/api"},
 
 	// Deployment artefacts; only its tests have code, and they may import anything.
 	"deploy": {},

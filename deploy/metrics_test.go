@@ -12,11 +12,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -269,38 +268,13 @@ func exportedMetrics(t *testing.T) map[string]bool {
 // sendOne has alice send bob a message over REST.
 func sendOne(t *testing.T, base, secret string) {
 	t.Helper()
-	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := apitest.Token(t, []byte(secret), "alice", chatd.DefaultDevice)
 	var chat struct{ ID string }
-	post(t, base+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	apitest.PostJSON(t, base+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
 	var msg struct{ Seq int64 }
-	post(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"deploy-1","body":"hello"}`, &msg)
+	apitest.PostJSON(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"deploy-1","body":"hello"}`, &msg)
 	if msg.Seq != 1 {
 		t.Fatalf("sent message seq %d, want 1", msg.Seq)
-	}
-}
-
-func post(t *testing.T, url, tok, body string, into any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST %s: %s %s", url, resp.Status, b)
-	}
-	if err := json.Unmarshal(b, into); err != nil {
-		t.Fatalf("POST %s: %v: %s", url, err, b)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/fasthttp/websocket"
@@ -26,7 +27,7 @@ type rawMsg struct {
 // the protocol only as far as the test needs: it reads, and never acks.
 func dialRaw(t *testing.T, rn *runningNode, user string) *websocket.Conn {
 	t.Helper()
-	h := http.Header{"Authorization": {"Bearer " + mustToken(t, user, "")}}
+	h := http.Header{"Authorization": {"Bearer " + apitest.Token(t, []byte(testSecret), user, "")}}
 	conn, _, err := websocket.DefaultDialer.Dial("ws://"+rn.Addr()+"/ws", h)
 	if err != nil {
 		t.Fatalf("dial %s: %v", user, err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -36,7 +37,7 @@ func TestSecondNodeOnTheEmbeddedNATSGetsEveryMessageLive(t *testing.T) {
 				cfgA.DatabaseURL = testpg.NewDatabase(t)
 			}
 			a := mustRunNode(t, cfgA)
-			eventually(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
+			testwait.For(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
 			dsn := cfgA.DatabaseURL
 			if !tt.external {
 				dsn = a.Postgres().DSN("chatd")

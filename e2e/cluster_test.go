@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/store"
@@ -77,7 +78,7 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
 	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{}))
-	eventually(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
+	testwait.For(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
 	b := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "b", node.Config{}))
 
 	alice := mustPeer(t, a.URL(), "alice", "", nil)
@@ -119,7 +120,7 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 		t.Fatalf("node a: %v", err)
 	}
 	start := time.Now()
-	eventually(t, 6*time.Second, "node b takes over the relay", func() bool { return b.metric(t, "chatd_relay_active") == 1 })
+	testwait.For(t, 6*time.Second, "node b takes over the relay", func() bool { return b.metric(t, "chatd_relay_active") == 1 })
 	t.Logf("relay handed over in %v", time.Since(start).Round(time.Millisecond))
 
 	// A new node c stands by; what is sent on c reaches bob on b only
@@ -128,7 +129,7 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	alice2 := mustPeer(t, c.URL(), "alice", "", nil)
 	later := alice2.sendN(t, chat, "c", 10, 5*time.Millisecond)
 	bob.reconcile(t, chat, 1, idsAfter(0, fromAlice, fromBob, later), 10*time.Second)
-	eventually(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
+	testwait.For(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
 	if got := relayActive(t, b, c); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on b, c = %v, want exactly one (b)", got)
 	}
@@ -159,9 +160,9 @@ func TestNATSRestartMidFlow(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); sent = alice.sendN(t, chat, "m", total, 20*time.Millisecond) }()
 
-	eventually(t, 10*time.Second, "the first sends are accepted", func() bool { return alice.c.Stats().Accepted >= 15 })
+	testwait.For(t, 10*time.Second, "the first sends are accepted", func() bool { return alice.c.Stats().Accepted >= 15 })
 	ns.Shutdown()
-	eventually(t, 10*time.Second, "sends are accepted while NATS is down", func() bool { return alice.c.Stats().Accepted >= 30 })
+	testwait.For(t, 10*time.Second, "sends are accepted while NATS is down", func() bool { return alice.c.Stats().Accepted >= 30 })
 	if got := a.outboxDepth(t); got == 0 {
 		t.Fatal("the PostgreSQL outbox is empty while NATS is down: the relay cannot have published")
 	}
@@ -171,7 +172,7 @@ func TestNATSRestartMidFlow(t *testing.T) {
 		t.Fatalf("%d of %d sends accepted", len(sent), total)
 	}
 	bob.reconcile(t, chat, 1, idsAfter(0, sent), 15*time.Second)
-	eventually(t, 15*time.Second, "the PostgreSQL outbox drains after NATS returns", func() bool { return a.outboxDepth(t) == 0 })
+	testwait.For(t, 15*time.Second, "the PostgreSQL outbox drains after NATS returns", func() bool { return a.outboxDepth(t) == 0 })
 	st := bob.c.Stats()
 	t.Logf("recipient: %d live, %d from history, %d reconnects", st.DeliveredLive, st.DeliveredHistory, st.Connects-1)
 }

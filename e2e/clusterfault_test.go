@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 )
 
@@ -113,7 +115,7 @@ func TestLocalClusterKillStreamLeaderAndNode(t *testing.T) {
 	}
 	t.Logf("%d messages accepted in %d chats, each at both ends exactly once; %d sessions for %d clients, %d resends",
 		total, pairs, connects, 2*pairs, resends)
-	eventually(t, 30*time.Second, "the PostgreSQL outbox drains (the relay publishes again)", func() bool {
+	testwait.For(t, 30*time.Second, "the PostgreSQL outbox drains (the relay publishes again)", func() bool {
 		return c.outboxDepth(t) == 0
 	})
 	if connects <= 2*pairs {
@@ -129,7 +131,7 @@ func (c *localCluster) outboxDepth(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+mustToken(t, "chatload-admin", ""))
+	req.Header.Set("Authorization", "Bearer "+apitest.Token(t, []byte(testSecret), "chatload-admin", ""))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("outbox view: %v", err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/stream"
@@ -33,7 +35,7 @@ func readyStatus(t *testing.T, rn *runningNode) int {
 // frame's type ("" if none) and the close code if the server closed first.
 func dialStatus(t *testing.T, rn *runningNode, user string) (status int, first string, closeCode int) {
 	t.Helper()
-	h := http.Header{"Authorization": {"Bearer " + mustToken(t, user, "")}}
+	h := http.Header{"Authorization": {"Bearer " + apitest.Token(t, []byte(testSecret), user, "")}}
 	conn, resp, err := websocket.DefaultDialer.Dial("ws://"+rn.Addr()+"/ws", h)
 	if err != nil {
 		if resp != nil {
@@ -96,7 +98,7 @@ func TestDeletedConsumerIsRecreatedAndSessionsResync(t *testing.T) {
 	}
 	deleted := time.Now()
 	during := <-sending
-	eventually(t, 5*time.Second-time.Since(deleted), "node a's consumer recreated and ready", func() bool {
+	testwait.For(t, 5*time.Second-time.Since(deleted), "node a's consumer recreated and ready", func() bool {
 		return consumerExists(t, a.JetStream(), "a") && readyStatus(t, a) == http.StatusOK
 	})
 	// Live again: a message from node b reaches alice through a's new consumer.
@@ -119,7 +121,7 @@ func TestNoHelloWithoutConsumer(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
 	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{ConsumerCheck: 200 * time.Millisecond}))
-	eventually(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
+	testwait.For(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
 	if st, first, _ := dialStatus(t, a, "alice"); st != 0 || first != "hello" {
 		t.Fatalf("healthy node: status %d first frame %q, want hello", st, first)
 	}
@@ -142,7 +144,7 @@ func TestNoHelloWithoutConsumer(t *testing.T) {
 			t.Fatalf("create squatter: %v", err)
 		}
 	}
-	eventually(t, 3*time.Second, "node a not ready without its consumer", func() bool {
+	testwait.For(t, 3*time.Second, "node a not ready without its consumer", func() bool {
 		return readyStatus(t, a) == http.StatusServiceUnavailable
 	})
 	for range 3 {
@@ -154,7 +156,7 @@ func TestNoHelloWithoutConsumer(t *testing.T) {
 	if err := js.DeleteConsumer(ctx, stream.DefaultName, "push-a"); err != nil {
 		t.Fatalf("delete squatter: %v", err)
 	}
-	eventually(t, 5*time.Second, "node a ready again", func() bool { return readyStatus(t, a) == http.StatusOK })
+	testwait.For(t, 5*time.Second, "node a ready again", func() bool { return readyStatus(t, a) == http.StatusOK })
 	if st, first, _ := dialStatus(t, a, "alice"); st != 0 || first != "hello" {
 		t.Fatalf("after recreate: status %d first frame %q, want hello", st, first)
 	}
@@ -176,7 +178,7 @@ func TestNodeCutFromNATSClosesSessionsUntilBack(t *testing.T) {
 	const bound = time.Second
 	a := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), p.URL("nats"), "a",
 		node.Config{NATSUnreachable: bound, ConsumerCheck: 200 * time.Millisecond}))
-	eventually(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
+	testwait.For(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
 	conn := dialRaw(t, a, "alice")
 
 	p.Cut()
@@ -196,7 +198,7 @@ func TestNodeCutFromNATSClosesSessionsUntilBack(t *testing.T) {
 	}
 
 	p.Restore()
-	eventually(t, 10*time.Second, "node a ready after NATS is back", func() bool { return readyStatus(t, a) == http.StatusOK })
+	testwait.For(t, 10*time.Second, "node a ready after NATS is back", func() bool { return readyStatus(t, a) == http.StatusOK })
 	if st, first, _ := dialStatus(t, a, "alice"); st != 0 || first != "hello" {
 		t.Fatalf("after restore: status %d first frame %q, want hello", st, first)
 	}

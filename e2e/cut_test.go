@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -278,7 +279,7 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 	}
 	proxy := testproxy.Start(t, nu.Host)
 	a := mustRunNode(t, nodeConfig(dsn, proxy.URL("nats"), "a", node.Config{}))
-	eventually(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
+	testwait.For(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
 	b := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "b", node.Config{}))
 	c := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "c", node.Config{}))
 	// Cleanups run last-registered first: reconnect a before the nodes
@@ -308,7 +309,7 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 		startSender(t, dave, chatCD, stop), startSender(t, carol, chatCD, stop),
 	}
 	start := time.Now()
-	eventually(t, 10*time.Second, "live delivery across nodes before the cut", func() bool {
+	testwait.For(t, 10*time.Second, "live delivery across nodes before the cut", func() bool {
 		_, okA := alice.firstLive(start)
 		_, okC := carol.firstLive(start)
 		return okA && okC
@@ -338,13 +339,13 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 	}
 
 	// a's client is closed and comes back on another node.
-	eventually(t, movedWithin, "alice reconnects after node a is cut off", func() bool { return alice.c.Stats().Connects >= 2 })
+	testwait.For(t, movedWithin, "alice reconnects after node a is cut off", func() bool { return alice.c.Stats().Connects >= 2 })
 	moved := time.Now()
 	t.Logf("cut → alice reconnected: %v (node a ready: %v)", moved.Sub(cut).Round(time.Millisecond), ready(a))
 	if st := alice.c.Stats(); st.Disconnects[1001] == 0 {
 		t.Errorf("alice's disconnects by close code %v, want a 1001 (going away) from the cut node", st.Disconnects)
 	}
-	eventually(t, healthyWithin, "alice gets bob's messages live on her new node", func() bool {
+	testwait.For(t, healthyWithin, "alice gets bob's messages live on her new node", func() bool {
 		_, ok := alice.firstLive(moved)
 		return ok
 	})
@@ -380,8 +381,8 @@ func TestNodeCutFromNATSOthersKeepDelivering(t *testing.T) {
 
 	// a reconnects, turns ready again and stops in order with the others.
 	proxy.Restore()
-	eventually(t, 20*time.Second, "node a ready again after the link returns", func() bool { return ready(a) })
-	eventually(t, 15*time.Second, "the PostgreSQL outbox drains", func() bool { return b.outboxDepth(t) == 0 })
+	testwait.For(t, 20*time.Second, "node a ready again after the link returns", func() bool { return ready(a) })
+	testwait.For(t, 15*time.Second, "the PostgreSQL outbox drains", func() bool { return b.outboxDepth(t) == 0 })
 	for _, p := range []*timedPeer{alice, bob, carol, dave} {
 		if err := p.stop(t); err != nil {
 			t.Errorf("client %s: %v", p.name, err)

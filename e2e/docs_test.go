@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testwait"
 )
 
 // docsSnippets returns the shell blocks of file (a path from the repository
@@ -73,7 +74,7 @@ func TestDocsCommandsAgainstMakeRun(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	eventually(t, 30*time.Second, "chatd ready", func() bool {
+	testwait.For(t, 30*time.Second, "chatd ready", func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return false

@@ -21,7 +21,8 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
@@ -123,27 +124,6 @@ func (rn *runningNode) metric(t *testing.T, name string) float64 {
 	return nodetest.Metric(t, rn.Node.Node, name)
 }
 
-// eventually polls cond every 20 ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func mustToken(t *testing.T, user, device string) string {
-	t.Helper()
-	tok, err := api.IssueToken([]byte(testSecret), user, device, time.Hour)
-	if err != nil {
-		t.Fatalf("issue token: %v", err)
-	}
-	return tok
-}
-
 // peer is a running SDK client and the chat log it was handed.
 type peer struct {
 	c      *client.Client
@@ -168,7 +148,7 @@ func mustPeer(t *testing.T, url, user, device string, mod func(*client.Config)) 
 func newClient(t *testing.T, url, user, device string, mod func(*client.Config)) *client.Client {
 	t.Helper()
 	cfg := client.Config{
-		URL: url, Token: mustToken(t, user, device),
+		URL: url, Token: apitest.Token(t, []byte(testSecret), user, device),
 		AckDelay: 10 * time.Millisecond, BackoffMin: 20 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
 		DialTimeout: 3 * time.Second, Logger: testLogger().With("user", user),
 	}
@@ -238,7 +218,7 @@ func (p *peer) log(chat string) []chatd.Message {
 // waitConnected waits until the client has reached hello at least n times.
 func (p *peer) waitConnected(t *testing.T, n int64) {
 	t.Helper()
-	eventually(t, 10*time.Second, "client connected", func() bool { return p.c.Stats().Connects >= n })
+	testwait.For(t, 10*time.Second, "client connected", func() bool { return p.c.Stats().Connects >= n })
 }
 
 // mustDirect returns the direct chat between p's user and other.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 )
 
@@ -166,11 +167,11 @@ func TestChatdKilledMidFlowAndRestarted(t *testing.T) {
 			sent[i] = alice.sendN(t, chat, fmt.Sprintf("s%d", i), each, 10*time.Millisecond)
 		}()
 	}
-	eventually(t, 10*time.Second, "the first sends are accepted", func() bool { return alice.c.Stats().Accepted >= 12 })
+	testwait.For(t, 10*time.Second, "the first sends are accepted", func() bool { return alice.c.Stats().Accepted >= 12 })
 	p.kill(t)
 
 	pgDir := filepath.Join(p.dataDir, "pg")
-	eventually(t, 10*time.Second, "no postgres outlives chatd", func() bool { return len(processesMentioning(pgDir)) == 0 })
+	testwait.For(t, 10*time.Second, "no postgres outlives chatd", func() bool { return len(processesMentioning(pgDir)) == 0 })
 	p.start(t)
 	wg.Wait()
 	if n := len(sent[0]) + len(sent[1]) + len(sent[2]); n != total {

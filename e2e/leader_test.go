@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/stream"
@@ -44,7 +45,7 @@ func TestStreamLeaderLostDeliveryResumes(t *testing.T) {
 	t.Cleanup(stopOnce)
 	senders := []*sender{startSender(t, alice, chat, stop), startSender(t, bob, chat, stop)}
 	start := time.Now()
-	eventually(t, 10*time.Second, "live delivery across nodes before the leader is lost", func() bool {
+	testwait.For(t, 10*time.Second, "live delivery across nodes before the leader is lost", func() bool {
 		_, okA := alice.firstLive(start)
 		_, okB := bob.firstLive(start)
 		return okA && okB
@@ -57,7 +58,7 @@ func TestStreamLeaderLostDeliveryResumes(t *testing.T) {
 	nc.Stop(old)
 	stopped := time.Now()
 	var leader int
-	eventually(t, 20*time.Second, "another server leads the stream", func() bool {
+	testwait.For(t, 20*time.Second, "another server leads the stream", func() bool {
 		leader = nc.StreamLeader(stream.DefaultName)
 		return leader >= 0 && leader != old
 	})
@@ -96,7 +97,7 @@ func TestStreamLeaderLostDeliveryResumes(t *testing.T) {
 		st := p.c.Stats()
 		t.Logf("%s: live %d, history %d, connects %d", p.name, st.DeliveredLive, st.DeliveredHistory, st.Connects)
 	}
-	eventually(t, 15*time.Second, "the PostgreSQL outbox drains", func() bool { return a.outboxDepth(t) == 0 })
+	testwait.For(t, 15*time.Second, "the PostgreSQL outbox drains", func() bool { return a.outboxDepth(t) == 0 })
 	for _, p := range []*timedPeer{alice, bob} {
 		if err := p.stop(t); err != nil {
 			t.Errorf("client %s: %v", p.name, err)

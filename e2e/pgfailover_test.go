@@ -12,6 +12,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testpgha"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/stream"
@@ -119,7 +120,7 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })
 	for _, s := range senders {
-		eventually(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
+		testwait.For(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
 	}
 
 	timeline := rn.metric(t, "chatd_postgres_timeline")
@@ -137,7 +138,7 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 		before[i] = s.count()
 	}
 	for i, s := range senders {
-		eventually(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= before[i]+20 })
+		testwait.For(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= before[i]+20 })
 	}
 	stop()
 	wg.Wait()
@@ -180,7 +181,7 @@ func TestPostgresFailoverSyncStandby(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages acked, 0 lost", total)
-	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
+	testwait.For(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
 }
 
 // With an asynchronous standby a failover can lose the last commits, which
@@ -206,7 +207,7 @@ func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect to the standby: %v", err)
 	}
-	eventually(t, 10*time.Second, "standby replayed the first messages", func() bool {
+	testwait.For(t, 10*time.Second, "standby replayed the first messages", func() bool {
 		var n int
 		err := standby.QueryRow(context.Background(), "SELECT count(*) FROM history WHERE chat_id = $1", chat).Scan(&n)
 		return err == nil && n == len(kept)
@@ -216,7 +217,7 @@ func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
 	// Replication stops; the primary acks more, which bob receives live.
 	pair.Standby.Stop(t)
 	lost := alice.sendN(t, chat, "lost", 5, 0)
-	eventually(t, 10*time.Second, "bob received the messages the standby missed", func() bool {
+	testwait.For(t, 10*time.Second, "bob received the messages the standby missed", func() bool {
 		return len(bob.log(chat)) == len(kept)+len(lost)
 	})
 	lastLost := lost[len(lost)-1].Seq
@@ -248,7 +249,7 @@ func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
 	}
 
 	// bob never holds two messages under one seq.
-	eventually(t, 10*time.Second, "bob received the messages after the failover", func() bool {
+	testwait.For(t, 10*time.Second, "bob received the messages after the failover", func() bool {
 		return len(bob.log(chat)) >= len(kept)+len(lost)+len(after)
 	})
 	bySeq := map[int64]string{}
@@ -279,7 +280,7 @@ func TestPostgresFailoverAsyncStandbyNeverReusesSeq(t *testing.T) {
 	tab := newClient(t, rn.URL(), "bob", "tab", nil)
 	tab.TrackFrom(chat, kept[len(kept)-1].Seq)
 	tp := runPeer(t, tab)
-	eventually(t, 10*time.Second, "the new device caught up from history", func() bool {
+	testwait.For(t, 10*time.Second, "the new device caught up from history", func() bool {
 		return len(tp.log(chat)) == len(after)
 	})
 	if got := tab.Stats().SkippedSeqs; got != int64(len(lost)) {
@@ -305,14 +306,14 @@ func TestPostgresFailoverPgAutoFailover(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); s.run(ctx) }()
 	t.Cleanup(func() { stop(); wg.Wait() })
-	eventually(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
+	testwait.For(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 20 })
 
 	af.Nodes[0].Kill(t)
 	killed := time.Now()
 	af.WaitState(t, af.Nodes[1].Name, "wait_primary", 40*time.Second, nil)
 	promoted := time.Now()
 	before := s.count()
-	eventually(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= before+20 })
+	testwait.For(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= before+20 })
 	stop()
 	wg.Wait()
 	first, _ := s.firstAfter(killed.Add(time.Millisecond))
@@ -339,7 +340,7 @@ func TestPostgresFailoverPgAutoFailover(t *testing.T) {
 	if s.refused[wire.CodeOverloaded] > 0 {
 		t.Errorf("%d sends refused overloaded during the failover; want unavailable", s.refused[wire.CodeOverloaded])
 	}
-	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
+	testwait.For(t, 20*time.Second, "outbox drained on the new primary", func() bool { return rn.outboxDepth(t) == 0 })
 }
 
 // A node that was down while PostgreSQL lost commits has no marks of its

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -29,7 +30,7 @@ func getPresence(t *testing.T, base, user string, users ...string) (int, map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+mustToken(t, user, ""))
+	req.Header.Set("Authorization", "Bearer "+apitest.Token(t, []byte(testSecret), user, ""))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

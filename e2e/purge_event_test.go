@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/fasthttp/websocket"
 )
@@ -39,9 +40,9 @@ func TestPurgeKeepsAnUnackedEvent(t *testing.T) {
 	if got := readMsg(t, bob, chat); got.ID != edit.ID {
 		t.Fatalf("bob got %+v, want the edit event %s", got, edit.ID)
 	}
-	eventually(t, 10*time.Second, "the outbox empties (both events in the stream)", func() bool { return rn.outboxDepth(t) == 0 })
+	testwait.For(t, 10*time.Second, "the outbox empties (both events in the stream)", func() bool { return rn.outboxDepth(t) == 0 })
 
-	eventually(t, 10*time.Second, "the acked message is purged", func() bool {
+	testwait.For(t, 10*time.Second, "the acked message is purged", func() bool {
 		msgs, _ := rn.streamState(t)
 		return msgs == 1
 	})
@@ -53,7 +54,7 @@ func TestPurgeKeepsAnUnackedEvent(t *testing.T) {
 	}
 
 	ack(t, bob, edit.ID)
-	eventually(t, 2*gc+2*time.Second, "the stream is purged once the edit is acked", func() bool {
+	testwait.For(t, 2*gc+2*time.Second, "the stream is purged once the edit is acked", func() bool {
 		msgs, _ := rn.streamState(t)
 		return msgs == 0
 	})

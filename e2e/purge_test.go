@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -30,7 +31,7 @@ func exchange(t *testing.T, rn *runningNode, n int) []string {
 	all := idsAfter(0, fromAlice, fromBob)
 	alice.reconcile(t, chat, 1, all, 10*time.Second)
 	bob.reconcile(t, chat, 1, all, 10*time.Second)
-	eventually(t, 10*time.Second, "the PostgreSQL outbox empties", func() bool { return rn.outboxDepth(t) == 0 })
+	testwait.For(t, 10*time.Second, "the PostgreSQL outbox empties", func() bool { return rn.outboxDepth(t) == 0 })
 	return all
 }
 
@@ -51,7 +52,7 @@ func TestPurgeAfterEveryoneAcked(t *testing.T) {
 	// Everyone acked: the next GC pass must empty the stream. Allow one
 	// interval plus the pass itself.
 	start := time.Now()
-	eventually(t, 2*gc+time.Second, "the stream is purged to empty", func() bool {
+	testwait.For(t, 2*gc+time.Second, "the stream is purged to empty", func() bool {
 		msgs, _ := rn.streamState(t)
 		return msgs == 0
 	})

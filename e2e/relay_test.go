@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/store"
@@ -138,15 +139,15 @@ func TestRelayKilledBetweenPublishAndDelete(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the killed relay did not stop")
 	}
-	eventually(t, 10*time.Second, "the node's relay takes over", func() bool { return rn.metric(t, "chatd_relay_active") == 1 })
-	eventually(t, 10*time.Second, "the republished rows leave the outbox", func() bool { return rn.outboxDepth(t) == 0 })
+	testwait.For(t, 10*time.Second, "the node's relay takes over", func() bool { return rn.metric(t, "chatd_relay_active") == 1 })
+	testwait.For(t, 10*time.Second, "the republished rows leave the outbox", func() bool { return rn.outboxDepth(t) == 0 })
 	if msgs, last := rn.streamState(t); msgs != n || last != n {
 		t.Fatalf("stream holds %d messages (last seq %d) after the republish, want %d: the duplicate window let a copy in", msgs, last, n)
 	}
 
 	// Delivery goes on through the new relay.
 	second := alice.sendN(t, chat, "after", 5, 0)
-	eventually(t, 10*time.Second, "the new relay publishes", func() bool { _, last := rn.streamState(t); return last == n+5 })
+	testwait.For(t, 10*time.Second, "the new relay publishes", func() bool { _, last := rn.streamState(t); return last == n+5 })
 	bob.reconcile(t, chat, 1, idsAfter(0, first, second), 10*time.Second)
 	waitConsumerDone(t, js, rn, n+5)
 	if st := bob.c.Stats(); st.MsgFrames != n+5 || st.DuplicateFrames != 0 {
@@ -159,7 +160,7 @@ func TestRelayKilledBetweenPublishAndDelete(t *testing.T) {
 // to last, so every delivery it will ever make has been made.
 func waitConsumerDone(t *testing.T, js jetstream.JetStream, rn *runningNode, last uint64) {
 	t.Helper()
-	eventually(t, 15*time.Second, "the node's consumer acks the whole stream", func() bool {
+	testwait.For(t, 15*time.Second, "the node's consumer acks the whole stream", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c, err := js.Consumer(ctx, stream.DefaultName, "push-"+rn.NodeID())

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/fasthttp/websocket"
 )
@@ -20,7 +22,7 @@ func TestReadyzFailsBeforeIngestStops(t *testing.T) {
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 
-	ws := "ws" + strings.TrimPrefix(rn.URL(), "http") + "/ws?token=" + mustToken(t, "alice", "raw")
+	ws := "ws" + strings.TrimPrefix(rn.URL(), "http") + "/ws?token=" + apitest.Token(t, []byte(testSecret), "alice", "raw")
 	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -48,7 +50,7 @@ func TestReadyzFailsBeforeIngestStops(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- rn.stop(t) }()
-	eventually(t, 5*time.Second, "/readyz answers 503 after shutdown begins", func() bool {
+	testwait.For(t, 5*time.Second, "/readyz answers 503 after shutdown begins", func() bool {
 		return readyz(t, rn.URL()) == http.StatusServiceUnavailable
 	})
 	// Ingest still takes sends on a socket that was already open.

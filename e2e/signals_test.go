@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -40,7 +41,7 @@ func mustSigPeer(t *testing.T, url, user, device string) *sigPeer {
 	}()
 	go func() { defer wg.Done(); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	eventually(t, 10*time.Second, user+"/"+device+" connected", func() bool { return c.Stats().Connects >= 1 })
+	testwait.For(t, 10*time.Second, user+"/"+device+" connected", func() bool { return c.Stats().Connects >= 1 })
 	return p
 }
 
@@ -60,7 +61,7 @@ func (p *sigPeer) find(match func(client.Event) bool) (client.Event, bool) {
 func (p *sigPeer) waitFor(t *testing.T, within time.Duration, what string, match func(client.Event) bool) client.Event {
 	t.Helper()
 	var ev client.Event
-	eventually(t, within, what, func() bool {
+	testwait.For(t, within, what, func() bool {
 		var ok bool
 		ev, ok = p.find(match)
 		return ok

@@ -19,6 +19,7 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -189,7 +190,7 @@ func TestJWKSHS256StillAccepted(t *testing.T) {
 	p.add("k1", "ES256")
 	e := mustJWKSEnv(t, p)
 	e.mustCall(t, http.StatusOK, "alice", "GET", "/api/chats", nil)
-	e.dialToken(t, mustToken(t, "alice", "phone"))
+	e.dialToken(t, apitest.Token(t, testSecret, "alice", "phone"))
 }
 
 func TestJWKSTokenFailures(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 )
 
 // A request body must be JSON: any other Content-Type, or none, is 415
@@ -14,7 +15,7 @@ import (
 func TestNonJSONBodyIs415(t *testing.T) {
 	t.Parallel()
 	e := mustEnv(t, func(c *api.Config) { c.DevLogin = true })
-	tok := mustToken(t, "alice", "")
+	tok := apitest.Token(t, testSecret, "alice", "")
 	create := []byte(`{"members":["bob"],"title":"t"}`)
 	tests := []struct {
 		name, method, path, ctype string

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 )
 
 func preflight(t *testing.T, e *env, origin string) (int, string, string) {
@@ -35,11 +36,11 @@ func TestCORSPreflightFollowsAllowedOrigins(t *testing.T) {
 		}
 	})
 	t.Run("actual request", func(t *testing.T) {
-		resp, _ := get(t, "GET", e.base+"/api/chats", "Origin", "https://app.example", "Authorization", "Bearer "+mustToken(t, "alice", ""))
+		resp, _ := get(t, "GET", e.base+"/api/chats", "Origin", "https://app.example", "Authorization", "Bearer "+apitest.Token(t, testSecret, "alice", ""))
 		if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 			t.Errorf("GET with Origin: %d, Allow-Origin %q, want 200 and the origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 		}
-		resp, _ = get(t, "GET", e.base+"/api/chats", "Origin", "https://evil.example", "Authorization", "Bearer "+mustToken(t, "alice", ""))
+		resp, _ = get(t, "GET", e.base+"/api/chats", "Origin", "https://evil.example", "Authorization", "Bearer "+apitest.Token(t, testSecret, "alice", ""))
 		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "" {
 			t.Errorf("GET from an unlisted origin: Allow-Origin %q, want none", got)
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/chatd/chatd/pkg/api/apitest"
 )
 
 func editFrame(chat, cid, target, body string) map[string]any {
@@ -168,7 +170,7 @@ func (e *env) rawGet(t *testing.T, user, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+mustToken(t, user, ""))
+	req.Header.Set("Authorization", "Bearer "+apitest.Token(t, testSecret, user, ""))
 	resp, body := e.do(t, req, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)

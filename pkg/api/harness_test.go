@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/store"
@@ -96,22 +97,13 @@ func mustRun(t *testing.T, fn func(context.Context) error) {
 	})
 }
 
-func mustToken(t *testing.T, user, device string) string {
-	t.Helper()
-	tok, err := api.IssueToken(testSecret, user, device, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // call makes a REST call as user ("" sends no token) and returns the status
 // and the decoded JSON body (nil when empty).
 func (e *env) call(t *testing.T, user, method, path string, body any) (int, map[string]any, http.Header) {
 	t.Helper()
 	tok := ""
 	if user != "" {
-		tok = mustToken(t, user, "")
+		tok = apitest.Token(t, testSecret, user, "")
 	}
 	return e.callToken(t, tok, method, path, body)
 }
@@ -199,7 +191,7 @@ type wsc struct {
 // dial connects user/device and returns the client with its hello read.
 func (e *env) dial(t *testing.T, user, device string) (*wsc, map[string]any) {
 	t.Helper()
-	url := e.ws + "?token=" + mustToken(t, user, device)
+	url := e.ws + "?token=" + apitest.Token(t, testSecret, user, device)
 	conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
 	checkUpgrade(t, url, nil, resp)
 	if err != nil {

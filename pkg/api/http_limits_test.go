@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -106,7 +107,7 @@ func TestQuietWebSocketOutlivesReadTimeout(t *testing.T) {
 		c.Limits.IdleTimeout = time.Second
 	})
 	chat := e.mustGroup(t, "alice", "bob")
-	url := e.ws + "?token=" + mustToken(t, "alice", "")
+	url := e.ws + "?token=" + apitest.Token(t, testSecret, "alice", "")
 	conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
 	checkUpgrade(t, url, nil, resp)
 	if err != nil {
@@ -229,7 +230,7 @@ func TestConnectionCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+mustToken(t, "alice", ""))
+		req.Header.Set("Authorization", "Bearer "+apitest.Token(t, testSecret, "alice", ""))
 		checkOpenAPI(t, req, nil, resp, body)
 	}
 	waitMetric(t, reg, "chatd_http_connections_refused_total", 1)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 )
 
 // docCall is one operation of the OpenAPI document as a concrete request.
@@ -89,7 +90,7 @@ func (e *env) send(t *testing.T, method, path, tok, ctype string, body []byte, h
 func TestEveryCallAnswersTransportLimitsAsDocumented(t *testing.T) {
 	t.Parallel()
 	e := mustEnv(t)
-	tok := mustToken(t, "alice", "")
+	tok := apitest.Token(t, testSecret, "alice", "")
 	big := http.Header{"X-Big": {strings.Repeat("a", 8<<10)}}
 	body := []byte(`{"x":"` + strings.Repeat("a", 70<<10) + `"}`)
 	for _, c := range documentCalls(t) {
@@ -115,7 +116,7 @@ func TestEveryAPICallAnswers429AsDocumented(t *testing.T) {
 		}
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			user := "rate" + string(rune('a'+i))
-			tok, body := mustToken(t, user, ""), []byte(nil)
+			tok, body := apitest.Token(t, testSecret, user, ""), []byte(nil)
 			if c.path == "/api/dev/login" {
 				tok, body = "", []byte(`{"user":"`+user+`"}`)
 			}
@@ -153,7 +154,7 @@ func TestPresenceFailuresAsDocumented(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := mustEnv(t, func(c *api.Config) { c.Presence = failingPresence{err: tt.err} })
-			resp, _ := e.send(t, "GET", "/api/presence?users=bob", mustToken(t, "alice", ""), "", nil, nil)
+			resp, _ := e.send(t, "GET", "/api/presence?users=bob", apitest.Token(t, testSecret, "alice", ""), "", nil, nil)
 			if resp.StatusCode != tt.want {
 				t.Errorf("got status %d, want %d", resp.StatusCode, tt.want)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/signal"
 	"github.com/chatd/chatd/pkg/store"
@@ -70,7 +71,7 @@ func TestRESTPresenceOnlyForContacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Connected("bob")
-	waitUntil(t, 5*time.Second, "alice sees bob online", func() bool {
+	testwait.For(t, 5*time.Second, "alice sees bob online", func() bool {
 		return e.restPresence(t, "alice", "bob")["online"] == true
 	})
 	if got := e.restPresence(t, "mallory", "bob"); len(got) != 1 || got["online"] != false {
@@ -81,23 +82,11 @@ func TestRESTPresenceOnlyForContacts(t *testing.T) {
 	}
 
 	p.Disconnected("bob")
-	waitUntil(t, 5*time.Second, "alice sees bob's last_seen", func() bool {
+	testwait.For(t, 5*time.Second, "alice sees bob's last_seen", func() bool {
 		got := e.restPresence(t, "alice", "bob")
 		return got["online"] == false && got["last_seen"] != nil
 	})
 	if got := e.restPresence(t, "mallory", "bob"); len(got) != 1 || got["online"] != false {
 		t.Errorf("stranger after bob left: got %v, want {online:false} without last_seen", got)
-	}
-}
-
-// waitUntil polls cond until it holds, failing t after within.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
@@ -141,7 +142,7 @@ func TestWSEveryFrameIsCharged(t *testing.T) {
 		{"ack", func(*testing.T) []byte { return ack }},
 		{"ping", func(*testing.T) []byte { return []byte(`{"type":"ping"}`) }},
 		{"auth", func(t *testing.T) []byte {
-			return []byte(`{"type":"auth","token":"` + mustToken(t, "alice", "") + `"}`)
+			return []byte(`{"type":"auth","token":"` + apitest.Token(t, testSecret, "alice", "") + `"}`)
 		}},
 	}
 	for _, tt := range tests {

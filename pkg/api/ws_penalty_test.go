@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 )
 
@@ -44,7 +45,7 @@ func TestWSAbuseCloseMakesTheUserWait(t *testing.T) {
 	}
 	refused := func(wantWait int) {
 		t.Helper()
-		url := e.ws + "?token=" + mustToken(t, "mallory", "d")
+		url := e.ws + "?token=" + apitest.Token(t, testSecret, "mallory", "d")
 		conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
 		if err == nil {
 			conn.Close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -56,7 +57,7 @@ func TestWSFrameBufferedWithUpgradeIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req := "GET /ws?token=" + mustToken(t, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
+	req := "GET /ws?token=" + apitest.Token(t, testSecret, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
 		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
 	payload := []byte(`{"type":"ping"}`)

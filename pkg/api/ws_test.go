@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 )
 
@@ -36,7 +37,7 @@ func TestWSAuthFailuresAre401BeforeUpgrade(t *testing.T) {
 		})
 	}
 	t.Run("valid bearer header", func(t *testing.T) {
-		h := http.Header{"Authorization": {"Bearer " + mustToken(t, "alice", "")}}
+		h := http.Header{"Authorization": {"Bearer " + apitest.Token(t, testSecret, "alice", "")}}
 		conn, _, err := websocket.DefaultDialer.Dial(e.ws, h)
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +49,7 @@ func TestWSAuthFailuresAre401BeforeUpgrade(t *testing.T) {
 func TestWSOrigins(t *testing.T) {
 	dialOrigin := func(e *env, origin string) int {
 		h := http.Header{"Origin": {origin}}
-		url := e.ws + "?token=" + mustToken(t, "alice", "")
+		url := e.ws + "?token=" + apitest.Token(t, testSecret, "alice", "")
 		conn, resp, err := websocket.DefaultDialer.Dial(url, h)
 		checkUpgrade(t, url, h, resp)
 		if err == nil {
@@ -356,7 +357,7 @@ func TestWSShutdownClosesWithGoingAway(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	if _, _, err := websocket.DefaultDialer.Dial(e.ws+"?token="+mustToken(t, "alice", ""), nil); err == nil {
+	if _, _, err := websocket.DefaultDialer.Dial(e.ws+"?token="+apitest.Token(t, testSecret, "alice", ""), nil); err == nil {
 		t.Error("dial after shutdown succeeded")
 	}
 }

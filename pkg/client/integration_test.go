@@ -13,7 +13,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
@@ -52,20 +52,11 @@ type collector struct {
 	receipts []client.Receipt
 }
 
-func mustToken(t *testing.T, user, device string) string {
-	t.Helper()
-	tok, err := api.IssueToken([]byte(testSecret), user, device, time.Hour)
-	if err != nil {
-		t.Fatalf("issue token: %v", err)
-	}
-	return tok
-}
-
 // mustClient creates a client for user/device; it is not running yet.
 func mustClient(t *testing.T, n *node.Node, user, device string, mod func(*client.Config)) *client.Client {
 	t.Helper()
 	cfg := client.Config{
-		URL: n.URL(), Token: mustToken(t, user, device),
+		URL: n.URL(), Token: apitest.Token(t, []byte(testSecret), user, device),
 		AckDelay: 10 * time.Millisecond, BackoffMin: 20 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
 		Logger: testLogger(),
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,7 @@ func TestKilledBatchLeavesNothingAndAcceptsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(context.Background())
-	waitFor(t, "the batch to sit in the trigger", func() bool {
+	testwait.Until(t, "the batch to sit in the trigger", func() bool {
 		var held int
 		_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()`).Scan(&held)
 		return held > 0
@@ -166,16 +167,5 @@ func sendUntilAccepted(ctx context.Context, t *testing.T, in *ingest.Ingest, req
 			return r
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

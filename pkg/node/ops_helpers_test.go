@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/fasthttp/websocket"
 )
@@ -41,11 +41,7 @@ func externalConfig(t *testing.T, url, id string) node.Config {
 
 func opsToken(t *testing.T, user string) string {
 	t.Helper()
-	tok, err := api.IssueToken([]byte(opsSecret), user, "d1", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return apitest.Token(t, []byte(opsSecret), user, "d1")
 }
 
 // restCall makes a REST call as user against base (http or https, with

@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
-	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -68,16 +68,13 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 			AckWait: time.Second},
 	}
 	n := nodetest.Run(t, cfg)
-	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := apitest.Token(t, []byte(secret), "alice", chatd.DefaultDevice)
 	var chat struct{ ID string }
-	postJSON(t, n.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	apitest.PostJSON(t, n.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
 	for i := range 3 {
-		postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
+		apitest.PostJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
 	}
-	waitUntil(t, "failed attempts while the endpoint is down", func() bool {
+	testwait.Until(t, "failed attempts while the endpoint is down", func() bool {
 		return nodetest.Metric(t, n.Node, "chatd_webhook_failed_attempts_total") >= 3
 	})
 	if err := n.Stop(t); err != nil {
@@ -88,8 +85,8 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 	sink.mu.Unlock()
 
 	n = nodetest.Run(t, cfg)
-	postJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m3","body":"after"}`, nil)
-	waitUntil(t, "all four events", func() bool { return sink.count() == 4 })
+	apitest.PostJSON(t, n.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m3","body":"after"}`, nil)
+	testwait.Until(t, "all four events", func() bool { return sink.count() == 4 })
 
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
@@ -97,41 +94,6 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 		if p.Data.Seq != int64(i+1) || p.Data.ChatID != chat.ID || p.Type != "chat.message" {
 			t.Fatalf("event %d: got %+v, want seq %d of chat %s", i, p.Data, i+1, chat.ID)
 		}
-	}
-}
-
-func postJSON(t *testing.T, url, tok, body string, into any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST %s: %s %s", url, resp.Status, b)
-	}
-	if into != nil {
-		if err := json.Unmarshal(b, into); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -153,18 +115,15 @@ func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
 	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}
 	a := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
 	b := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
-	tok, err := api.IssueToken([]byte(secret), "alice", chatd.DefaultDevice, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := apitest.Token(t, []byte(secret), "alice", chatd.DefaultDevice)
 	var chat struct{ ID string }
-	postJSON(t, a.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
+	apitest.PostJSON(t, a.URL()+"/api/chats/direct", tok, `{"user":"bob"}`, &chat)
 	for i := range 10 {
 		base := []string{a.URL(), b.URL()}[i%2]
-		postJSON(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
+		apitest.PostJSON(t, base+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"m`+string(rune('0'+i))+`","body":"hi"}`, nil)
 	}
-	waitUntil(t, "all ten events", func() bool { return sink.count() == 10 })
-	waitUntil(t, "the delivered metrics", func() bool {
+	testwait.Until(t, "all ten events", func() bool { return sink.count() == 10 })
+	testwait.Until(t, "the delivered metrics", func() bool {
 		return nodetest.Metric(t, a.Node, "chatd_webhook_delivered_total")+nodetest.Metric(t, b.Node, "chatd_webhook_delivered_total") == 10
 	})
 	da, db2 := nodetest.Metric(t, a.Node, "chatd_webhook_delivered_total"), nodetest.Metric(t, b.Node, "chatd_webhook_delivered_total")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,7 +23,7 @@ func TestAckFloorNeverPassesStuckMessageBeforeAbandon(t *testing.T) {
 	bob := &recConn{user: "bob", device: "phone"}
 	r.Attach(bob)
 	_, s1 := e.publish(t, "alice", "web", "bob")
-	waitFor(t, "both attempts", func() bool { return len(bob.received()) == 2 })
+	testwait.Until(t, "both attempts", func() bool { return len(bob.received()) == 2 })
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		// Messages for nobody are acked at once: each ack would carry a lazy
@@ -63,7 +64,7 @@ func TestLostLastDeliveryStillAbandons(t *testing.T) {
 	bob := &recConn{user: "bob", device: "phone"}
 	r.Attach(bob)
 	_, s1 := e.publish(t, "alice", "web", "bob")
-	waitFor(t, "first attempt", func() bool { return len(bob.received()) == 1 })
+	testwait.Until(t, "first attempt", func() bool { return len(bob.received()) == 1 })
 	stop()
 
 	// Swallow the last attempt: fetch it from the consumer and drop it.
@@ -92,14 +93,14 @@ func TestLostLastDeliveryStillAbandons(t *testing.T) {
 	}
 
 	runRegistry(t, e, r, "a")
-	waitFor(t, "abandon after the lost last attempt", func() bool { return bob.closedWith() == push.ReasonAbandoned })
+	testwait.Until(t, "abandon after the lost last attempt", func() bool { return bob.closedWith() == push.ReasonAbandoned })
 	if pins := r.Pins(); len(pins) != 0 {
 		t.Fatalf("pins after abandon: %+v, want none", pins)
 	}
 	if n := r.InFlight(); n != 0 {
 		t.Fatalf("%d stream messages still tracked after abandon, want 0", n)
 	}
-	waitFor(t, "ack floor past the abandoned message", func() bool { return ackFloor(t, e, "a") >= s1 })
+	testwait.Until(t, "ack floor past the abandoned message", func() bool { return ackFloor(t, e, "a") >= s1 })
 	if got := len(bob.received()); got != 1 {
 		t.Fatalf("bob got %d frames, want 1 (the lost attempt never reached him; the extra delivery sends none)", got)
 	}

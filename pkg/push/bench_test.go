@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 )
 
@@ -81,7 +82,7 @@ func BenchmarkStreamFanOut(b *testing.B) {
 				e.publish(b, "sender", "", users...)
 			}
 			want := int64(b.N * n)
-			waitFor(b, "every delivery acked", func() bool { return got.Load() >= want })
+			testwait.Until(b, "every delivery acked", func() bool { return got.Load() >= want })
 			b.StopTimer()
 			b.ReportMetric(float64(want)/time.Since(start).Seconds(), "deliveries/s")
 		})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,12 +51,12 @@ func TestAttachRefusedUntilConsumerLive(t *testing.T) {
 	if err := e.js.DeleteConsumer(ctx, stream.DefaultName, push.ConsumerName("a")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ready", func() bool { return r.Ready() == nil })
+	testwait.Until(t, "ready", func() bool { return r.Ready() == nil })
 	if err := r.Attach(bob); err != nil {
 		t.Fatalf("attach once live: %v", err)
 	}
 	m, _ := e.publish(t, "alice", "web", "bob")
-	waitFor(t, "delivery", func() bool { return len(bob.received()) == 1 })
+	testwait.Until(t, "delivery", func() bool { return len(bob.received()) == 1 })
 	if got := bob.received()[0].ID; got != m.ID {
 		t.Fatalf("got %s, want %s", got, m.ID)
 	}
@@ -75,19 +76,19 @@ func TestDeletedConsumerRecreatedAndSessionsResynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.publish(t, "alice", "web", "bob")
-	waitFor(t, "pending delivery", func() bool { return len(r.Pins()) == 1 })
+	testwait.Until(t, "pending delivery", func() bool { return len(r.Pins()) == 1 })
 	if err := e.js.DeleteConsumer(context.Background(), stream.DefaultName, push.ConsumerName("a")); err != nil {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	waitFor(t, "bob resynced", func() bool { return bob.closedWith() == push.ReasonResync })
+	testwait.Until(t, "bob resynced", func() bool { return bob.closedWith() == push.ReasonResync })
 	if pins := r.Pins(); len(pins) != 0 {
 		t.Fatalf("pins after the consumer was lost: %+v, want none", pins)
 	}
 	if n := r.InFlight(); n != 0 {
 		t.Fatalf("%d stream messages still tracked after the consumer was lost, want 0", n)
 	}
-	waitFor(t, "consumer recreated", func() bool {
+	testwait.Until(t, "consumer recreated", func() bool {
 		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName("a"))
 		return err == nil && r.Ready() == nil
 	})
@@ -96,7 +97,7 @@ func TestDeletedConsumerRecreatedAndSessionsResynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.publish(t, "alice", "web", "carol")
-	waitFor(t, "delivery after recreate", func() bool { return len(carol.received()) == 1 })
+	testwait.Until(t, "delivery after recreate", func() bool { return len(carol.received()) == 1 })
 	if took := time.Since(deleted); took > 5*time.Second {
 		t.Fatalf("live delivery resumed %v after the delete, want within 5s", took)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/stream"
@@ -152,7 +153,7 @@ func runRegistry(t testing.TB, e *env, r *push.Registry, node string) (stop func
 		})
 	}
 	t.Cleanup(stop)
-	waitFor(t, "consumer live", func() bool {
+	testwait.Until(t, "consumer live", func() bool {
 		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName(node))
 		return err == nil && r.Ready() == nil
 	})
@@ -166,17 +167,6 @@ func mustReclaimer(t *testing.T, e *env, pins reclaim.Pinner) *reclaim.Reclaimer
 		t.Fatal(err)
 	}
 	return r
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func streamHas(t *testing.T, e *env, seq uint64) bool {

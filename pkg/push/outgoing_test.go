@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 )
 
@@ -50,7 +51,7 @@ func TestRecipientsShareOneOutgoing(t *testing.T) {
 
 	streamed := e.newMsg("alice")
 	e.publishMsg(t, streamed, "web", "alice", "bob", "carol")
-	waitFor(t, "stream delivery to all three", func() bool {
+	testwait.Until(t, "stream delivery to all three", func() bool {
 		for _, c := range conns {
 			if len(c.received()) < 2 {
 				return false

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 )
@@ -34,7 +35,7 @@ func TestOutOfOrderAckKeepsPinAndPurgeBelowIt(t *testing.T) {
 	m1, s1 := e.publish(t, "alice", "web", "alice", "bob")
 	m2, s2 := e.publish(t, "alice", "web", "alice", "bob")
 	m3, s3 := e.publish(t, "alice", "web", "alice", "bob")
-	waitFor(t, "3 deliveries", func() bool { return len(bob.received()) == 3 })
+	testwait.Until(t, "3 deliveries", func() bool { return len(bob.received()) == 3 })
 
 	r.Ack(bob, []string{m3.ID})
 	if pins := r.Pins(); len(pins) != 1 || pins[0].Seq != s1 {
@@ -52,7 +53,7 @@ func TestOutOfOrderAckKeepsPinAndPurgeBelowIt(t *testing.T) {
 	if pins := r.Pins(); len(pins) != 1 || pins[0].Seq != s2 {
 		t.Fatalf("pins after acking the first: got %+v, want bob at %d", pins, s2)
 	}
-	waitFor(t, "ack floor at the first", func() bool { return ackFloor(t, e, "a") == s1 })
+	testwait.Until(t, "ack floor at the first", func() bool { return ackFloor(t, e, "a") == s1 })
 	if snap, err = gc.Collect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestOutOfOrderAckKeepsPinAndPurgeBelowIt(t *testing.T) {
 	}
 
 	r.Ack(bob, []string{m2.ID})
-	waitFor(t, "ack floor at the last", func() bool { return ackFloor(t, e, "a") == s3 })
+	testwait.Until(t, "ack floor at the last", func() bool { return ackFloor(t, e, "a") == s3 })
 	if snap, err = gc.Collect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestStuckClientPinsFloorUntilAbandoned(t *testing.T) {
 	bob := &recConn{user: "bob", device: "phone"}
 	r.Attach(bob)
 	_, s1 := e.publish(t, "alice", "web", "bob")
-	waitFor(t, "first delivery", func() bool { return len(bob.received()) >= 1 })
+	testwait.Until(t, "first delivery", func() bool { return len(bob.received()) >= 1 })
 	snap, err := gc.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestStuckClientPinsFloorUntilAbandoned(t *testing.T) {
 	if snap.Floor > s1 || !streamHas(t, e, s1) {
 		t.Fatalf("stuck client's message purged: floor %d, seq %d", snap.Floor, s1)
 	}
-	waitFor(t, "abandon", func() bool { return bob.closedWith() == push.ReasonAbandoned })
+	testwait.Until(t, "abandon", func() bool { return bob.closedWith() == push.ReasonAbandoned })
 	if got := len(bob.received()); got != 2 {
 		t.Fatalf("bob got %d frames before abandon, want 2 (max attempts)", got)
 	}
@@ -113,7 +114,7 @@ func TestStuckClientPinsFloorUntilAbandoned(t *testing.T) {
 	// The withdrawal itself acks the message (nobody else waits for it), so
 	// the floor rises at once. With MaxDeliver = attempts JetStream used to
 	// drop it instead and move the floor only lazily, with the next ack.
-	waitFor(t, "floor to rise", func() bool {
+	testwait.Until(t, "floor to rise", func() bool {
 		snap, err = gc.Collect(context.Background())
 		return err == nil && snap.Floor == s1+1
 	})
@@ -142,7 +143,7 @@ func TestStaleWithdrawAgainstSupersededConnIsNoop(t *testing.T) {
 		t.Fatalf("current conn closed with %v by a stale verdict", got)
 	}
 	m, _ := e.publish(t, "alice", "web", "bob")
-	waitFor(t, "delivery to the current conn", func() bool { return len(cur.received()) == 1 })
+	testwait.Until(t, "delivery to the current conn", func() bool { return len(cur.received()) == 1 })
 	if got := cur.received()[0].ID; got != m.ID {
 		t.Fatalf("got %s, want %s", got, m.ID)
 	}
@@ -160,7 +161,7 @@ func TestOverloadReaper(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		e.publish(t, "alice", "web", "bob")
 	}
-	waitFor(t, "overload close", func() bool { return bob.closedWith() == push.ReasonOverloaded })
+	testwait.Until(t, "overload close", func() bool { return bob.closedWith() == push.ReasonOverloaded })
 	if pins := r.Pins(); len(pins) != 0 {
 		t.Fatalf("pins after overload withdrawal: %+v", pins)
 	}
@@ -179,7 +180,7 @@ func TestFloorHeldByUndeliveredConsumer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	waitFor(t, "consumer b", func() bool {
+	testwait.Until(t, "consumer b", func() bool {
 		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName("b"))
 		return err == nil
 	})
@@ -188,7 +189,7 @@ func TestFloorHeldByUndeliveredConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s1 := e.publish(t, "alice", "web", "bob") // nobody on a: acked at once
-	waitFor(t, "node a done", func() bool { return ackFloor(t, e, "a") == s1 })
+	testwait.Until(t, "node a done", func() bool { return ackFloor(t, e, "a") == s1 })
 	snap, err := mustReclaimer(t, e, a).Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -221,9 +222,9 @@ func TestFastPathThenStreamDeliversOnce(t *testing.T) {
 	_, seq := e.publishMsg(t, m, "web", "alice", "bob")
 	// alice/phone has not acked: the stream delivery starts its lease
 	// without a second frame; acking it completes the stream message.
-	waitFor(t, "pin for alice/phone", func() bool { return len(r.Pins()) == 1 })
+	testwait.Until(t, "pin for alice/phone", func() bool { return len(r.Pins()) == 1 })
 	r.Ack(alicePhone, []string{m.ID})
-	waitFor(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
+	testwait.Until(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
 	if len(bob.received()) != 1 || len(alicePhone.received()) != 1 || len(aliceWeb.received()) != 0 {
 		t.Fatalf("after the stream delivery: bob %d alice/phone %d alice/web %d, want 1 1 0",
 			len(bob.received()), len(alicePhone.received()), len(aliceWeb.received()))
@@ -241,9 +242,9 @@ func TestLateFastPathAfterAckedStreamDeliverySendsNothing(t *testing.T) {
 	m := e.newMsg("alice")
 	m.Device = "web"
 	_, seq := e.publishMsg(t, m, "web", "alice", "bob")
-	waitFor(t, "stream delivery", func() bool { return len(bob.received()) == 1 })
+	testwait.Until(t, "stream delivery", func() bool { return len(bob.received()) == 1 })
 	r.Ack(bob, []string{m.ID})
-	waitFor(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
+	testwait.Until(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
 	r.FastPath(&m, []string{"alice", "bob"})
 	if got := len(bob.received()); got != 1 {
 		t.Fatalf("bob got %d frames, want 1: the late fast path re-sent an acked message", got)
@@ -262,7 +263,7 @@ func TestResetWithdrawsEveryConnectionAndClearsPins(t *testing.T) {
 	r.Attach(bob)
 	r.Attach(carol)
 	e.publish(t, "alice", "web", "bob", "carol")
-	waitFor(t, "pins", func() bool { return len(r.Pins()) == 2 })
+	testwait.Until(t, "pins", func() bool { return len(r.Pins()) == 2 })
 	r.Reset()
 	if pins := r.Pins(); len(pins) != 0 {
 		t.Fatalf("pins after reset: %+v, want none", pins)
@@ -279,5 +280,5 @@ func TestResetWithdrawsEveryConnectionAndClearsPins(t *testing.T) {
 	dave := &recConn{user: "dave", device: "d"}
 	r.Attach(dave)
 	e.publish(t, "alice", "web", "dave")
-	waitFor(t, "delivery after reset", func() bool { return len(dave.received()) == 1 })
+	testwait.Until(t, "delivery after reset", func() bool { return len(dave.received()) == 1 })
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,7 +117,7 @@ func TestForgetKeepsFastEntriesOfAPublishedMessage(t *testing.T) {
 	r.Ack(carol, []string{m.ID})
 	r.Forget(nil, []string{m.ID})
 	_, seq := e.publishMsg(t, m, "web", "alice", "bob", "carol")
-	waitFor(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
+	testwait.Until(t, "stream message acked", func() bool { return ackFloor(t, e, "a") == seq })
 	if len(bob.received()) != 1 || len(carol.received()) != 1 {
 		t.Fatalf("frames: bob %d carol %d, want 1 1 (the stream delivery re-sent)", len(bob.received()), len(carol.received()))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
@@ -73,7 +74,7 @@ func handRelay(t *testing.T, s *store.Store, js jetstream.JetStream, cfg stream.
 	cfg.Outbox, cfg.JS, cfg.Registerer = o, js, reg
 	cfg.Poll, cfg.Standby = time.Hour, 100*time.Millisecond
 	r, _ := startRelay(t, cfg)
-	waitFor(t, "relay active and idle", 5*time.Second, func() bool { return r.Active() && o.reads.Load() > 0 })
+	testwait.For(t, 5*time.Second, "relay active and idle", func() bool { return r.Active() && o.reads.Load() > 0 })
 	return r, o, reg
 }
 
@@ -197,7 +198,7 @@ func TestRelayPublishesHeldEntriesWithoutReadingThemBack(t *testing.T) {
 	reads := o.reads.Load()
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 
 	if got := rows(t, reg, "memory"); got != 50 {
 		t.Fatalf("rows from memory: got %v, want 50", got)
@@ -248,7 +249,7 @@ func TestRelayReadsRowsItWasNotHandedFromTheTable(t *testing.T) {
 		t.Fatalf("a standby relay holds %v entries, want 0", got)
 	}
 	leader.Wake()
-	waitFor(t, "outbox to drain", 10*time.Second, func() bool { return outboxDepth(t, s1) == 0 })
+	testwait.For(t, 10*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s1) == 0 })
 	if mem, tab := rows(t, reg, "memory"), rows(t, reg, "table"); mem != 0 || tab != 300 {
 		t.Fatalf("rows: got %v from memory and %v from the table, want 0 and 300", mem, tab)
 	}
@@ -274,7 +275,7 @@ func TestRelayMixesHeldAndReadRowsInOrder(t *testing.T) {
 		all = append(all, b)
 	}
 	r.Wake()
-	waitFor(t, "outbox to drain", 10*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 10*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	wantStream(t, js, outboxIDs(all...))
 	if mem, tab := rows(t, reg, "memory"), rows(t, reg, "table"); mem != float64(offered) || tab != float64(140-offered) {
 		t.Fatalf("rows: got %v from memory and %v from the table, want %d and %d", mem, tab, offered, 140-offered)
@@ -301,7 +302,7 @@ func TestRelayHoldIsBounded(t *testing.T) {
 		t.Fatalf("dropped offers: got %v, want 40", got)
 	}
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	if mem, tab := rows(t, reg, "memory"), rows(t, reg, "table"); mem != 10 || tab != 40 {
 		t.Fatalf("rows: got %v from memory and %v from the table, want 10 and 40", mem, tab)
 	}
@@ -318,13 +319,13 @@ func TestRelayPrunesHeldEntriesNoLongerInTheOutbox(t *testing.T) {
 
 	late := commitBatch(t, s, chat, 0, 10)
 	r.Wake() // relays them from the table before the offer arrives
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	r.Offer(late)
 	fresh := commitBatch(t, s, chat, 10, 5)
 	r.Offer(fresh)
 	r.Wake()
-	waitFor(t, "outbox to drain again", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
-	waitFor(t, "stale entries pruned", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_held") == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain again", func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "stale entries pruned", func() bool { return metric(t, reg, "chatd_relay_held") == 0 })
 	wantStream(t, js, outboxIDs(late, fresh))
 	if mem := rows(t, reg, "memory"); mem != 5 {
 		t.Fatalf("rows from memory: got %v, want the 5 fresh ones", mem)
@@ -344,7 +345,7 @@ func TestRelayRepublishesHeldEntriesAfterAFailedDelete(t *testing.T) {
 	batch := commitBatch(t, s, chat, 0, 30)
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	if got := rows(t, reg, "memory"); got != 60 {
 		t.Fatalf("rows from memory: got %v, want 60 (published, then again after the failed delete)", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -123,7 +124,7 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond, Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
-	waitFor(t, "outbox to drain past the bad row", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain past the bad row", func() bool { return outboxDepth(t, s) == 0 })
 	if got := streamMsgs(t, js); got != 10 {
 		t.Fatalf("stream holds %d messages, want the 10 good rows", got)
 	}
@@ -209,11 +210,11 @@ func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
 		t.Fatalf("outstanding async publishes reached %d after %v timed-out rounds, want at most one batch (%d)", maxPending, rounds, batch)
 	}
 	back()
-	waitFor(t, "drain after the stream answers again", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "drain after the stream answers again", func() bool { return outboxDepth(t, s) == 0 })
 	if got := streamMsgs(t, js); got != 40 {
 		t.Fatalf("stream holds %d messages, want 40", got)
 	}
-	waitFor(t, "no publish left outstanding", time.Second, func() bool { return r.PublishAsyncPending() == 0 })
+	testwait.For(t, time.Second, "no publish left outstanding", func() bool { return r.PublishAsyncPending() == 0 })
 }
 
 // item 18a: after the stream could not answer for a while (an election, a
@@ -276,14 +277,14 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 			// Default timeouts and backoff: they are what is measured.
 			runRelay(t, s, js)
 			commit(t, s, chat.ID, 0, 10)
-			waitFor(t, "drain before the outage", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+			testwait.For(t, 5*time.Second, "drain before the outage", func() bool { return outboxDepth(t, s) == 0 })
 
 			back := down(js)
 			commit(t, s, chat.ID, 10, 200)
 			time.Sleep(3 * time.Second) // long enough for an unbounded backoff to grow
 			back()
 			start := time.Now()
-			waitFor(t, "drain after the stream is back", 10*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+			testwait.For(t, 10*time.Second, "drain after the stream is back", func() bool { return outboxDepth(t, s) == 0 })
 			took := time.Since(start)
 			t.Logf("outbox drained %v after the stream answered again", took)
 			if took > 3*time.Second {
@@ -313,16 +314,16 @@ func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
 	regA := prometheus.NewRegistry()
 	relayA, _ := startRelay(t, stream.RelayConfig{Outbox: sA, JS: jsA, Poll: 100 * time.Millisecond,
 		Standby: 200 * time.Millisecond, StepDownAfter: time.Second, Registerer: regA})
-	waitFor(t, "relay A active", 5*time.Second, relayA.Active)
+	testwait.For(t, 5*time.Second, "relay A active", relayA.Active)
 	relayB, _ := startRelay(t, stream.RelayConfig{Outbox: sB, JS: jsB, Poll: 100 * time.Millisecond,
 		Standby: 200 * time.Millisecond, StepDownAfter: time.Second})
 	commit(t, sA, chat.ID, 0, 10)
-	waitFor(t, "relay A drains", 5*time.Second, func() bool { return outboxDepth(t, sA) == 0 })
+	testwait.For(t, 5*time.Second, "relay A drains", func() bool { return outboxDepth(t, sA) == 0 })
 
 	proxy.Cut()
 	commit(t, sA, chat.ID, 10, 10)
-	waitFor(t, "relay B to take over from the cut-off relay A", 5*time.Second, relayB.Active)
-	waitFor(t, "relay B drains", 5*time.Second, func() bool { return outboxDepth(t, sB) == 0 })
+	testwait.For(t, 5*time.Second, "relay B to take over from the cut-off relay A", relayB.Active)
+	testwait.For(t, 5*time.Second, "relay B drains", func() bool { return outboxDepth(t, sB) == 0 })
 	if got := streamMsgs(t, jsB); got != 20 {
 		t.Fatalf("stream holds %d messages, want 20", got)
 	}
@@ -351,7 +352,7 @@ func TestRelayStreamFullIsBackPressure(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond,
 		Standby: 200 * time.Millisecond, StepDownAfter: 300 * time.Millisecond, Registerer: reg})
-	waitFor(t, "the stream to fill", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
+	testwait.For(t, 5*time.Second, "the stream to fill", func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) { // over three step-down periods
 		if !r.Active() {
 			t.Fatal("relay stepped down on a full stream: want it to keep the lock (another node would hit the same limit)")
@@ -366,7 +367,7 @@ func TestRelayStreamFullIsBackPressure(t *testing.T) {
 	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drain once the stream has room", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "drain once the stream has room", func() bool { return outboxDepth(t, s) == 0 })
 	if got := streamMsgs(t, js); got != 100 {
 		t.Fatalf("stream holds %d messages, want 100", got)
 	}
@@ -391,12 +392,12 @@ func TestRelayKeepsLockWhileTheStreamHasNoLeader(t *testing.T) {
 	r, _ := startRelay(t, stream.RelayConfig{Outbox: s, JS: js, Poll: 100 * time.Millisecond,
 		PublishTimeout: 100 * time.Millisecond, Standby: 200 * time.Millisecond,
 		StepDownAfter: 300 * time.Millisecond, Registerer: reg})
-	waitFor(t, "relay active", 5*time.Second, r.Active)
+	testwait.For(t, 5*time.Second, "relay active", r.Active)
 	if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
 		t.Fatal(err)
 	}
 	commit(t, s, chat.ID, 0, 10)
-	waitFor(t, "publishes to fail", 5*time.Second, func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
+	testwait.For(t, 5*time.Second, "publishes to fail", func() bool { return metric(t, reg, "chatd_relay_errors_total") > 0 })
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) { // over three StepDownAfter
 		if !r.Active() {
 			t.Fatal("relay stepped down while connected to NATS with a leaderless stream: want it to keep the lock (every node fails alike)")
@@ -406,7 +407,7 @@ func TestRelayKeepsLockWhileTheStreamHasNoLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitFor(t, "drain once the stream is back", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "drain once the stream is back", func() bool { return outboxDepth(t, s) == 0 })
 	t.Logf("drained %v after the stream was back", time.Since(start))
 	if got := streamMsgs(t, js); got != 10 {
 		t.Fatalf("stream holds %d messages, want 10", got)

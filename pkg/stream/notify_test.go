@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,14 +36,14 @@ func (o *listenedOutbox) ListenOutbox(ctx context.Context, wake func(string)) er
 // outbox read happened for 200 ms.
 func (o *listenedOutbox) waitIdle(t *testing.T, r *stream.Relay) {
 	t.Helper()
-	waitFor(t, "relay active", 5*time.Second, r.Active)
+	testwait.For(t, 5*time.Second, "relay active", r.Active)
 	select {
 	case <-o.connected:
 	case <-time.After(5 * time.Second):
 		t.Fatal("outbox listener did not connect")
 	}
 	last, since := o.reads.Load(), time.Now()
-	waitFor(t, "relay idle", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "relay idle", func() bool {
 		if n := o.reads.Load(); n != last {
 			last, since = n, time.Now()
 		}
@@ -83,13 +84,13 @@ func TestRelayLeavesItsOwnNodesCommitsToTheHandOff(t *testing.T) {
 	}
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "own batch relayed", 5*time.Second, func() bool { return outboxDepth(t, own) == 0 })
+	testwait.For(t, 5*time.Second, "own batch relayed", func() bool { return outboxDepth(t, own) == 0 })
 	if mem, table := rows(t, reg, "memory"), rows(t, reg, "table"); mem != 20 || table != 0 {
 		t.Fatalf("rows: %v from memory and %v from the table, want 20 and 0", mem, table)
 	}
 
 	commitBatch(t, other, chat, 100, 5)
-	waitFor(t, "another node's batch relayed on its notification", 5*time.Second, func() bool { return outboxDepth(t, own) == 0 })
+	testwait.For(t, 5*time.Second, "another node's batch relayed on its notification", func() bool { return outboxDepth(t, own) == 0 })
 	if got := rows(t, reg, "table"); got != 5 {
 		t.Fatalf("rows from the table: got %v, want another node's 5", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
@@ -85,17 +86,6 @@ func commit(t *testing.T, s *store.Store, chat string, from, n int) []int64 {
 	return ids
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func outboxDepth(t *testing.T, s *store.Store) int64 {
 	t.Helper()
 	st, err := s.OutboxStats(context.Background())
@@ -116,7 +106,7 @@ func TestRelayPublishesInOrderAndEmptiesOutbox(t *testing.T) {
 	}
 	ids := commit(t, s, chat.ID, 0, 300) // more than one relay batch
 	runRelay(t, s, js)
-	waitFor(t, "outbox to drain", 10*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 10*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 
 	str, err := js.Stream(context.Background(), stream.DefaultName)
 	if err != nil {
@@ -154,7 +144,7 @@ func TestOneActiveRelayAndTakeover(t *testing.T) {
 	s1, s2 := mustStore(t, dsn), mustStore(t, dsn)
 	_, js := mustInProcessJS(t)
 	r1, stop1 := runRelay(t, s1, js)
-	waitFor(t, "first relay active", 5*time.Second, r1.Active)
+	testwait.For(t, 5*time.Second, "first relay active", r1.Active)
 	r2, _ := runRelay(t, s2, js)
 	time.Sleep(500 * time.Millisecond) // more than two standby polls
 	if r2.Active() {
@@ -165,11 +155,11 @@ func TestOneActiveRelayAndTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(t, s1, chat.ID, 0, 10)
-	waitFor(t, "first relay drains", 5*time.Second, func() bool { return outboxDepth(t, s1) == 0 })
+	testwait.For(t, 5*time.Second, "first relay drains", func() bool { return outboxDepth(t, s1) == 0 })
 	stop1()
-	waitFor(t, "standby takes over", 5*time.Second, r2.Active)
+	testwait.For(t, 5*time.Second, "standby takes over", r2.Active)
 	commit(t, s1, chat.ID, 10, 10)
-	waitFor(t, "standby drains", 5*time.Second, func() bool { return outboxDepth(t, s1) == 0 })
+	testwait.For(t, 5*time.Second, "standby drains", func() bool { return outboxDepth(t, s1) == 0 })
 }
 
 // A NATS outage lets the PostgreSQL outbox grow; when NATS returns it drains
@@ -195,7 +185,7 @@ func TestNATSOutageGrowsOutboxThenDrains(t *testing.T) {
 	}
 	runRelay(t, s, js)
 	commit(t, s, chat.ID, 0, 20)
-	waitFor(t, "drain before the outage", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "drain before the outage", func() bool { return outboxDepth(t, s) == 0 })
 
 	srv.Shutdown()
 	commit(t, s, chat.ID, 20, 50)
@@ -208,7 +198,7 @@ func TestNATSOutageGrowsOutboxThenDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	waitFor(t, "drain after NATS returns", 15*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 15*time.Second, "drain after NATS returns", func() bool { return outboxDepth(t, s) == 0 })
 	str, err := js.Stream(context.Background(), stream.DefaultName)
 	if err != nil {
 		t.Fatal(err)

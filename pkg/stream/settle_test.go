@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
@@ -101,7 +102,7 @@ func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
 	start := time.Now()
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Fatalf("unsettled messages published after %v, before their 300ms wait", took)
 	}
@@ -137,8 +138,8 @@ func TestRelayWaitsForAcksBeforePublishing(t *testing.T) {
 	}
 	wantStream(t, js, nil)
 	a.settle(batch[0], batch[2])
-	waitFor(t, "the settled first row to go", 2*time.Second, func() bool { return outboxDepth(t, s) == 2 })
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 2*time.Second, "the settled first row to go", func() bool { return outboxDepth(t, s) == 2 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	wantStream(t, js, outboxIDs(batch[1:2]))
 }
 
@@ -151,7 +152,7 @@ func TestRelayPublishesRowsItWasNotHandedWithoutWaiting(t *testing.T) {
 	batch := commitBatch(t, s, chat, 0, 4)
 	a.settle(batch[3])
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	wantStream(t, js, outboxIDs(batch[:3]))
 }
 
@@ -169,7 +170,7 @@ func TestRelaySkipsSettledRowsAgainAfterAFailedDelete(t *testing.T) {
 	a.settle(batch...)
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	wantStream(t, js, nil)
 	if got := metric(t, reg, "chatd_relay_settled_total"); got != 6 {
 		t.Fatalf("chatd_relay_settled_total %v, want 6", got)
@@ -195,9 +196,9 @@ func TestRelayNeverSkipsARowItHasPublished(t *testing.T) {
 	batch := commitBatch(t, s, chat, 0, 4)
 	r.Offer(batch)
 	r.Wake()
-	waitFor(t, "the first delete to fail", 5*time.Second, func() bool { return o.failDelete.Load() <= 1 })
+	testwait.For(t, 5*time.Second, "the first delete to fail", func() bool { return o.failDelete.Load() <= 1 })
 	a.settle(batch...) // every recipient acked while the rows stayed
-	waitFor(t, "outbox to drain", 5*time.Second, func() bool { return outboxDepth(t, s) == 0 })
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
 	wantStream(t, js, outboxIDs(batch))
 	if got := metric(t, reg, "chatd_relay_settled_total"); got != 0 {
 		t.Fatalf("chatd_relay_settled_total %v, want 0: published rows were skipped", got)

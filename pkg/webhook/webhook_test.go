@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
 )
@@ -50,7 +51,7 @@ func TestOutageThenEverythingInChatOrder(t *testing.T) {
 		len(first.Data.Recipients) != 2 || !first.Timestamp.Equal(first.Data.Event.TS) {
 		t.Errorf("first payload: got %+v", first)
 	}
-	waitFor(t, "the delivered metric to count 40", func() bool { return d.metric(t, "chatd_webhook_delivered_total") >= 40 })
+	testwait.Until(t, "the delivered metric to count 40", func() bool { return d.metric(t, "chatd_webhook_delivered_total") >= 40 })
 	if got := d.metric(t, "chatd_webhook_failed_attempts_total"); got < 6 {
 		t.Errorf("failed metric: got %v, want >= 6", got)
 	}
@@ -72,7 +73,7 @@ func TestAlways500DeadLettersThenReplay(t *testing.T) {
 
 	ctx := context.Background()
 	var failed []chatd.WebhookFailure
-	waitFor(t, "two dead letters", func() bool {
+	testwait.Until(t, "two dead letters", func() bool {
 		var err error
 		failed, err = d.Failed(ctx, 0, 10)
 		return err == nil && len(failed) == 2
@@ -86,7 +87,7 @@ func TestAlways500DeadLettersThenReplay(t *testing.T) {
 	if got := d.metric(t, "chatd_webhook_dead_lettered_total"); got != 2 {
 		t.Errorf("dead-lettered metric: got %v, want 2", got)
 	}
-	waitFor(t, "the consumer to ack the set-aside events", func() bool {
+	testwait.Until(t, "the consumer to ack the set-aside events", func() bool {
 		info, err := consumerInfo(r, ep)
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
@@ -170,7 +171,7 @@ func TestTwoNodesOneDeliverer(t *testing.T) {
 		want[chat]++
 	}
 	rc.waitUntil(t, "the first 30", func(r *receiver) bool { return r.distinct() == 30 })
-	waitFor(t, "the delivered metric", func() bool { return a.metric(t, "chatd_webhook_delivered_total") == 30 })
+	testwait.Until(t, "the delivered metric", func() bool { return a.metric(t, "chatd_webhook_delivered_total") == 30 })
 	if da, db := a.metric(t, "chatd_webhook_delivered_total"), b.metric(t, "chatd_webhook_delivered_total"); da != 30 || db != 0 {
 		t.Fatalf("delivered by a, b: got %v, %v, want 30, 0", da, db)
 	}
@@ -204,7 +205,7 @@ func TestFilters(t *testing.T) {
 	r.publish(t, "c2", "")
 	r.publish(t, "c2", chatd.EventReaction)
 	rc.waitUntil(t, "the reaction of c2", func(r *receiver) bool { return r.distinct() == 1 })
-	waitFor(t, "every event acked", func() bool {
+	testwait.Until(t, "every event acked", func() bool {
 		info, err := consumerInfo(r, ep)
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
@@ -236,16 +237,5 @@ func TestConfigRefusesWhatTheStreamDoesNotCarry(t *testing.T) {
 
 func waitDelivering(t *testing.T, d *deliverer) {
 	t.Helper()
-	waitFor(t, "the deliverer to win the election", func() bool { return d.metric(t, "chatd_webhook_delivering") == 1 })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, "the deliverer to win the election", func() bool { return d.metric(t, "chatd_webhook_delivering") == 1 })
 }
