@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/MicahParks/jwkset"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
@@ -368,17 +369,10 @@ func TestJWKSBackgroundRefreshDropsRevokedKey(t *testing.T) {
 	p.mu.Lock()
 	delete(p.keys, "k1")
 	p.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, 5*time.Second, "401 for a token of the revoked key", func() bool {
 		got, _, _ := e.callToken(t, tok, "GET", "/api/chats", nil)
-		if got == http.StatusUnauthorized {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("revoked key still accepted after 5 s: got %d, want 401", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got == http.StatusUnauthorized
+	})
 }
 
 // A full key rotation at the provider: the new kid appears and the old one
