@@ -139,11 +139,11 @@ func pageLimit(v string) (int, error) {
 // c that is not in known.
 func onlyParams(c *fiber.Ctx, known []string) error {
 	var unknown []string
-	c.Context().QueryArgs().VisitAll(func(k, _ []byte) {
+	for k := range c.Context().QueryArgs().All() {
 		if name := string(k); !slices.Contains(known, name) && !slices.Contains(unknown, name) && len(unknown) < 5 {
 			unknown = append(unknown, name)
 		}
-	})
+	}
 	if len(unknown) == 0 {
 		return nil
 	}
