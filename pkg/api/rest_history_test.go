@@ -102,3 +102,15 @@ func TestRESTHistoryCapsAnyLargeLimit(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt history parameter is refused with 400 naming it, not ignored
+// (a client paging with `befor` would otherwise read the newest page again).
+func TestRESTHistoryNamesUnknownParameters(t *testing.T) {
+	e := mustEnv(t)
+	chat := e.mustGroup(t, "alice")
+	status, body, _ := e.call(t, "alice", "GET", "/api/chats/"+chat+"/messages?befor=5&limit=2&x=1", nil)
+	msg, _ := body["error"].(string)
+	if status != 400 || body["code"] != "invalid" || !strings.Contains(msg, `"befor", "x"`) || !strings.Contains(msg, "before") {
+		t.Fatalf("got %d %v, want 400 invalid naming befor and x and the known parameters", status, body)
+	}
+}
