@@ -65,8 +65,9 @@ type Deliverer interface {
 	Detach(c push.Conn)
 	// Ack records that c's client holds the messages with these ids.
 	Ack(c push.Conn, ids []string)
-	// Conns returns the connections registered for user on this node;
-	// AllConns returns every one. The gateway keeps no list of its own.
-	Conns(user string) []push.Conn
+	// Conns returns the connections registered on this node for the users
+	// listed; AllConns returns every one. The gateway keeps no list of its
+	// own.
+	Conns(users ...string) []push.Conn
 	AllConns() []push.Conn
 }

@@ -57,13 +57,11 @@ func (s *Server) Signal(sig chatd.Signal) {
 	default:
 		return
 	}
-	for _, user := range sig.To {
-		for _, conn := range s.gw.sessionsOf(user) {
-			if sig.SkipDevice != "" && user == sig.User && conn.id.Device == sig.SkipDevice {
-				continue
-			}
-			conn.offer(frame, kind)
+	for _, conn := range s.gw.sessionsOf(sig.To...) {
+		if sig.SkipDevice != "" && conn.id.User == sig.User && conn.id.Device == sig.SkipDevice {
+			continue
 		}
+		conn.offer(frame, kind)
 	}
 }
 

@@ -182,9 +182,9 @@ func (g *gateway) add() bool {
 // remove counts a session handler out once its socket is closed.
 func (g *gateway) remove() { g.live.Done() }
 
-// sessionsOf returns the live sessions of user on this node.
-func (g *gateway) sessionsOf(user string) []*session {
-	return sessionsIn(g.cfg.Delivery.Conns(user))
+// sessionsOf returns the live sessions of users on this node.
+func (g *gateway) sessionsOf(users ...string) []*session {
+	return sessionsIn(g.cfg.Delivery.Conns(users...))
 }
 
 // sessionsIn picks this gateway's sessions out of registered connections

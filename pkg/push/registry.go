@@ -273,14 +273,16 @@ func (r *Registry) Pins() []Pin {
 	return pins
 }
 
-// Conns returns the connections registered for user on this node.
-func (r *Registry) Conns(user string) []Conn {
+// Conns returns the connections registered on this node for the users
+// listed, user by user, under one hold of the lock every delivery takes.
+func (r *Registry) Conns(users ...string) []Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	list := r.byUser[user]
-	out := make([]Conn, len(list))
-	for i, s := range list {
-		out[i] = s.conn
+	var out []Conn
+	for _, user := range users {
+		for _, s := range r.byUser[user] {
+			out = append(out, s.conn)
+		}
 	}
 	return out
 }

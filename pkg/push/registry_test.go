@@ -50,6 +50,9 @@ func TestRegistryLooksUpConnectionsByUser(t *testing.T) {
 	if got := r.Conns("carol"); len(got) != 0 {
 		t.Fatalf("carol's conns: got %v, want none", got)
 	}
+	if got := r.Conns("bob", "carol", "alice"); !sameConns(got, phone, web, bob) {
+		t.Fatalf("bob's, carol's and alice's conns: got %v, want all 3", got)
+	}
 
 	r.Detach(phone)
 	r.Detach(phone) // no longer registered: a no-op
