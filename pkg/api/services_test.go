@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 )
 
@@ -71,7 +72,7 @@ func TestServiceTokenIssuedAndVerified(t *testing.T) {
 	if c := claimsOf(t, tok); c["sub"] != "echobot" || c["svc"] != true {
 		t.Fatalf("service token claims %v, want sub echobot and svc true", c)
 	}
-	if c := claimsOf(t, mustToken(t, "alice", "")); c["svc"] != nil {
+	if c := claimsOf(t, apitest.Token(t, testSecret, "alice", "")); c["svc"] != nil {
 		t.Fatalf("user token claims %v, want no svc", c)
 	}
 	if got, body, _ := e.callToken(t, tok, "GET", "/api/chats", nil); got != http.StatusOK {
@@ -81,7 +82,7 @@ func TestServiceTokenIssuedAndVerified(t *testing.T) {
 	if hello["user"] != "echobot" || hello["device"] != "default" || rateOf(hello) != "70/90" {
 		t.Fatalf("service hello %v, want echobot/default with rate 70/90", hello)
 	}
-	_, hello = e.dialHello(t, mustToken(t, "alice", ""))
+	_, hello = e.dialHello(t, apitest.Token(t, testSecret, "alice", ""))
 	if rateOf(hello) != "3/5" {
 		t.Fatalf("person hello rate %s, want 3/5", rateOf(hello))
 	}
@@ -97,7 +98,7 @@ func TestServiceRefreshKeepsTheKind(t *testing.T) {
 	c, _ := e.dialHello(t, mustServiceToken(t, "echobot", "d1"))
 	c.sendJSON(map[string]any{"type": "auth", "token": mustServiceToken(t, "echobot", "d1")})
 	c.nextOf("authed")
-	c.sendJSON(map[string]any{"type": "auth", "token": mustToken(t, "echobot", "d1")})
+	c.sendJSON(map[string]any{"type": "auth", "token": apitest.Token(t, testSecret, "echobot", "d1")})
 	c.wantClose(4401)
 }
 
