@@ -33,8 +33,9 @@ var allowedImports = map[string][]string{
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
 	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
-	"pkg/webhook":  {"", "pkg/codec", "internal/logsample"},
-	"cmd/chatd":    {"", "pkg/api", "pkg/node", "pkg/webhook"},
+	"pkg/webhook": {"", "pkg/codec", "internal/logsample"},
+	// cmd/chatd binds flags into the components' configs, with their defaults.
+	"cmd/chatd":    {"", "pkg/api", "pkg/ingest", "pkg/node", "pkg/push", "pkg/reclaim", "pkg/signal", "pkg/store", "pkg/stream", "pkg/webhook"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
 	// Examples use what an application outside the repository could.
 	"examples/bot": {"", "pkg/client"},

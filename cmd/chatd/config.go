@@ -4,10 +4,15 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
-	"time"
 
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/signal"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
 )
 
@@ -100,22 +105,22 @@ func declareStorage(f *envFlags, c *node.Config) {
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, doc{group: groupStorage, unset: "keep forever",
 		short: "delete messages older than this",
 		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned"})
-	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", 8000, doc{group: groupStorage,
+	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", ingest.DefaultQueueSize, doc{group: groupStorage,
 		short: "unsaved sends held; more are refused",
 		long:  "sends held from submit to the end of their commit; beyond it a send is rejected `overloaded`"})
-	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", 128, doc{group: groupStorage,
+	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", ingest.DefaultBatchSize, doc{group: groupStorage,
 		short: "most messages saved per transaction",
 		long:  "most messages per group-commit transaction"})
-	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", 10*time.Millisecond, doc{group: groupStorage,
+	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", ingest.DefaultBatchDelay, doc{group: groupStorage,
 		short: "how long a batch waits to fill",
 		long:  "how long a group-commit batch waits to fill; longer costs PostgreSQL less per message, and every send up to this long"})
-	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", 4, doc{group: groupStorage,
+	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", ingest.DefaultWorkers, doc{group: groupStorage,
 		short: "transactions saving at once",
 		long:  "concurrent group-commit transactions"})
-	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", 64, doc{group: groupStorage,
+	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", ingest.DefaultReadBatchSize, doc{group: groupStorage,
 		short: "most read receipts per transaction",
 		long:  "read receipts per read-state transaction (group commit of read receipts)"})
-	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", 10*time.Millisecond, doc{group: groupStorage,
+	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", ingest.DefaultReadBatchDelay, doc{group: groupStorage,
 		short: "how long read receipts wait to batch"})
 }
 
@@ -147,10 +152,10 @@ func declareNATS(f *envFlags, c *node.Config) {
 	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", doc{group: groupNATS,
 		short: "private key of --nats-cert",
 		long:  "the PEM private key of `--nats-cert`"})
-	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", node.DefaultNATSUnreachable, doc{group: groupNATS,
+	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", push.DefaultUnreachable, doc{group: groupNATS,
 		short: "after NATS is gone this long: unready",
 		long:  "after NATS is unreachable this long, turn not ready and close sessions with 1001 (until it is back), so clients move to a healthy node"})
-	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", node.DefaultStreamName, doc{group: groupNATS,
+	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", stream.DefaultName, doc{group: groupNATS,
 		short: "stream name; unique per NATS account",
 		long:  "the delivery stream's JetStream name; deployments sharing a NATS account need different ones, and a different `--subject-prefix` (docs/operations.md, \"NATS and TLS options\")"})
 	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, doc{group: groupNATS,
@@ -195,16 +200,16 @@ func declareLimits(f *envFlags, c *node.Config) {
 	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
 		short: "request line plus headers; more get 431",
 		long:  "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)"})
-	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", 4096, doc{group: groupLimits,
+	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, doc{group: groupLimits,
 		short: "largest message body",
 		long:  "largest message body; chatd refuses to start if a 2-member chat's worst-case message (every body byte, and the largest `meta`, JSON-escaped to 6) would not fit NATS's max payload"})
-	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", node.DefaultMaxGroupMembers, doc{group: groupLimits,
+	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", store.DefaultMaxGroupMembers, doc{group: groupLimits,
 		short: "most members a group may have",
 		long:  "most members a group may have, checked on create and add (400 `too_many_members`); it bounds the envelope, since every message carries its members to the delivery stream"})
-	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", 50, doc{group: groupLimits,
+	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", api.DefaultRatePerSecond, doc{group: groupLimits,
 		short: "frames per second per connection",
 		long:  "tokens per second per connection: every WebSocket frame costs one, a ping or ack an eighth (token bucket rate; docs/protocol.md, \"WebSocket details\")"})
-	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", 100, doc{group: groupLimits,
+	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", api.DefaultRateBurst, doc{group: groupLimits,
 		short: "burst above --rate per connection",
 		long:  "token bucket burst per connection"})
 	f.Int(&c.ServiceRatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
@@ -213,25 +218,25 @@ func declareLimits(f *envFlags, c *node.Config) {
 	f.Int(&c.ServiceRateBurst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
 		short: "burst above --service-rate",
 		long:  "token bucket burst of a service identity, per WebSocket and for its REST calls"})
-	f.Int(&c.Credits, "credits", "CHATD_CREDITS", 64, doc{group: groupLimits,
+	f.Int(&c.Credits, "credits", "CHATD_CREDITS", api.DefaultCredits, doc{group: groupLimits,
 		short: "sends awaiting accepted per connection",
 		long:  "sends a connection may have awaiting `accepted`"})
-	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", 10*time.Second, doc{group: groupLimits,
+	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", api.DefaultPingInterval, doc{group: groupLimits,
 		short: "how often each WebSocket is pinged",
 		long:  "server WebSocket ping interval (with `--idle-timeout`, the idle reaper)"})
-	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", 30*time.Second, doc{group: groupLimits,
+	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", api.DefaultIdleTimeout, doc{group: groupLimits,
 		short: "close a connection silent this long",
 		long:  "close a silent connection (4002) after this long"})
 }
 
 func declareDelivery(f *envFlags, c *node.Config) {
-	f.Duration(&c.Lease, "lease", "CHATD_LEASE", 10*time.Second, doc{group: groupDelivery,
+	f.Duration(&c.Lease, "lease", "CHATD_LEASE", push.DefaultLease, doc{group: groupDelivery,
 		short: "time to ack before a message is resent",
 		long:  "delivery lease (JetStream AckWait); keep it far above the slowest delivery-to-ack time you expect"})
-	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", 3, doc{group: groupDelivery,
+	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", push.DefaultMaxAttempts, doc{group: groupDelivery,
 		short: "sends before a non-acking client is closed",
 		long:  "delivery attempts before a non-acking client is abandoned (close 4000); JetStream's MaxDeliver is this + 1"})
-	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", 20, doc{group: groupDelivery,
+	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", push.DefaultMaxPending, doc{group: groupDelivery,
 		short: "unacked messages before a close (4001)",
 		long:  "un-acked messages per connection before it is closed overloaded (4001)"})
 	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, doc{group: groupDelivery, unset: "none",
@@ -240,25 +245,25 @@ func declareDelivery(f *envFlags, c *node.Config) {
 	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, doc{group: groupDelivery,
 		short: "auto: skip the stream on a lone node; off",
 		long:  "`auto`: while this node is provably alone (embedded NATS; no `--nats-listen` unless the database is the managed one; no other consumer reads the delivery stream), a message every local connection acked is deleted from the outbox without entering the stream. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
-	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", node.DefaultSettleWait, doc{group: groupDelivery,
+	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
 		short: "how long a message waits for local acks",
 		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off"})
-	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", 1, doc{group: groupDelivery,
+	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", stream.DefaultReplicas, doc{group: groupDelivery,
 		short: "stream copies (3 on a NATS cluster)",
 		long:  "replicas of the delivery stream (3 on a NATS cluster)"})
-	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", 1<<30, doc{group: groupDelivery,
+	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", stream.DefaultMaxBytes, doc{group: groupDelivery,
 		short: "stream size; PostgreSQL holds the rest",
 		long:  "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog"})
-	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", 26*time.Hour, doc{group: groupDelivery,
+	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", stream.DefaultMaxAge, doc{group: groupDelivery,
 		short: "oldest message the stream keeps (backstop)",
 		long:  "delivery stream MaxAge: a disk backstop only, and the floor of any chat's retention; keep it far below `--history-retention`"})
-	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", node.DefaultStreamDuplicates, doc{group: groupDelivery,
+	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", stream.DefaultDuplicates, doc{group: groupDelivery,
 		short: "a resent message within it is dropped",
 		long:  "the delivery stream's duplicate window (`Nats-Msg-Id`): a relay's republish within it is dropped. The server keeps every message id stored within it in memory, so a longer window costs memory (BENCHMARKS.md, \"What is slow or costly\")"})
-	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", 5*time.Second, doc{group: groupDelivery,
+	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", reclaim.DefaultInterval, doc{group: groupDelivery,
 		short: "how often delivered messages are purged",
 		long:  "how often the reclaim pass purges the delivery stream below the lowest sequence anyone may still need: every node consumer's acked prefix and every connection's pins (the Tetris floor, `pkg/reclaim`)"})
-	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", time.Second, doc{group: groupDelivery,
+	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", push.DefaultCheckInterval, doc{group: groupDelivery,
 		short: "how often the node checks its consumer",
 		long:  "how often the node checks that its JetStream consumer exists (recreated if gone)"})
 }
@@ -286,16 +291,16 @@ func declareCluster(f *envFlags, c *node.Config) {
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", doc{group: groupCluster, unset: "random",
 		short: "this node's name",
 		long:  "this node's name (its JetStream consumer is `push-<id>`); empty generates one in the data dir"})
-	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", 5*time.Second, doc{group: groupCluster,
+	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", stream.DefaultStepDownAfter, doc{group: groupCluster,
 		short: "give up relaying after failing this",
 		long:  "give the relay (its lock) up to another node after publishing to NATS has failed this long"})
-	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", node.DefaultPresenceTTL, doc{group: groupCluster,
+	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", signal.DefaultPresenceTTL, doc{group: groupCluster,
 		short: "dead node's users offline after this",
 		long:  "a node's presence heartbeat expires this long after its last refresh: a dead node's users go offline within it (plus a tick)"})
-	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", node.DefaultPresenceRefresh, doc{group: groupCluster,
+	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", signal.DefaultPresenceRefresh, doc{group: groupCluster,
 		short: "presence renewal; under half the TTL",
 		long:  "how often a node rewrites its presence heartbeat; it must be under half of `--presence-ttl`"})
-	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", node.DefaultPresenceAudience, doc{group: groupCluster,
+	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", signal.DefaultPresenceAudience, doc{group: groupCluster,
 		short: "largest chat told who is online",
 		long:  "the largest chat whose members hear of a member going online or offline"})
 }

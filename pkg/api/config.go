@@ -13,15 +13,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Defaults of Limits, also the flags' defaults (cmd/chatd).
+const (
+	DefaultRatePerSecond = 50
+	DefaultRateBurst     = 100
+	DefaultCredits       = 64
+	DefaultPingInterval  = 10 * time.Second
+	DefaultIdleTimeout   = 30 * time.Second
+)
+
 // Limits are the per-connection limits the gateway enforces and announces in
 // `hello`. Zero values take the documented defaults.
 type Limits struct {
-	// Lease is the delivery lease push uses (announced only). Zero means 10 s.
-	Lease time.Duration
-	// MaxAttempts is push's delivery attempt limit (announced only). Zero means 3.
+	// Lease, MaxAttempts and MaxPending are push's delivery limits
+	// (push.Config), announced only: the node copies them in. Zero is
+	// announced as zero.
+	Lease       time.Duration
 	MaxAttempts int
-	// MaxPending is push's un-acked limit per connection (announced only). Zero means 20.
-	MaxPending int
+	MaxPending  int
 	// MaxBodyBytes is the body limit ingest enforces (announced only:
 	// chatd.SendRequest.Check, in ingest, is the one check of every path;
 	// the node sets it from ingest). Zero means 4096.
@@ -33,30 +42,30 @@ type Limits struct {
 	// RatePerSecond and RateBurst shape each connection's token bucket,
 	// which every client frame is charged to: a token for a send (or
 	// another event), read, typing, auth or invalid frame, an eighth of one
-	// for a ping or an ack (see ws_limits.go). Zero means 50 per second,
-	// burst 100.
+	// for a ping or an ack (see ws_limits.go). Zero means
+	// DefaultRatePerSecond and DefaultRateBurst.
 	RatePerSecond int
 	RateBurst     int
-	// Credits is how many sends may await their `accepted` at once. Zero means 64.
+	// Credits is how many sends may await their `accepted` at once. Zero
+	// means DefaultCredits.
 	Credits int
-	// PingInterval is how often the server sends a WebSocket ping. Zero means 10 s.
+	// PingInterval is how often the server sends a WebSocket ping. Zero
+	// means DefaultPingInterval.
 	PingInterval time.Duration
 	// IdleTimeout closes a connection (4002) that sent nothing, not even a
-	// pong, for this long. Zero means 30 s. Keep it well above PingInterval.
+	// pong, for this long. Zero means DefaultIdleTimeout. Keep it well above
+	// PingInterval.
 	IdleTimeout time.Duration
 }
 
 func (l *Limits) setDefaults() {
-	setDur(&l.Lease, 10*time.Second)
-	setInt(&l.MaxAttempts, 3)
-	setInt(&l.MaxPending, 20)
 	setInt(&l.MaxBodyBytes, 4096)
 	setInt(&l.MaxFrameBytes, 6*l.MaxBodyBytes+1024)
-	setInt(&l.RatePerSecond, 50)
-	setInt(&l.RateBurst, 100)
-	setInt(&l.Credits, 64)
-	setDur(&l.PingInterval, 10*time.Second)
-	setDur(&l.IdleTimeout, 30*time.Second)
+	setInt(&l.RatePerSecond, DefaultRatePerSecond)
+	setInt(&l.RateBurst, DefaultRateBurst)
+	setInt(&l.Credits, DefaultCredits)
+	setDur(&l.PingInterval, DefaultPingInterval)
+	setDur(&l.IdleTimeout, DefaultIdleTimeout)
 }
 
 // answerSlack is the room kept for answers beyond one per credit: pongs and

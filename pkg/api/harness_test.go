@@ -66,6 +66,8 @@ func mustEnv(t *testing.T, opts ...func(*api.Config)) *env {
 	mustRun(t, in.Run)
 	cfg := api.Config{
 		JWTSecret: testSecret, Chats: st, Ingest: in, Delivery: reg, Ready: st.Ready, Logger: quietLogger(),
+		// What the node announces: push's limits.
+		Limits: api.Limits{Lease: push.DefaultLease, MaxAttempts: push.DefaultMaxAttempts, MaxPending: push.DefaultMaxPending},
 	}
 	for _, o := range opts {
 		o(&cfg)

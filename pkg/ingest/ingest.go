@@ -28,6 +28,15 @@ type Committer interface {
 	CommitBatch(ctx context.Context, sends []store.Send) ([]store.Outcome, error)
 }
 
+// Defaults of Config, also the flags' defaults (cmd/chatd).
+const (
+	DefaultQueueSize    = 8000
+	DefaultBatchSize    = 128
+	DefaultBatchDelay   = 10 * time.Millisecond
+	DefaultWorkers      = 4
+	DefaultMaxBodyBytes = 4096
+)
+
 // Config configures an Ingest. Zero values take the documented defaults.
 type Config struct {
 	// Store commits batches. Required.
@@ -35,12 +44,13 @@ type Config struct {
 	// QueueSize bounds the sends Ingest holds between Submit and the end of
 	// their commit: queued, waiting behind their chat's committing batch, or
 	// in a batch being gathered or committed. A Submit beyond it fails with
-	// chatd.ErrOverloaded at once. Zero means 8000.
+	// chatd.ErrOverloaded at once. Zero means DefaultQueueSize.
 	QueueSize int
-	// BatchSize is the most sends one transaction carries. Zero means 128.
+	// BatchSize is the most sends one transaction carries. Zero means
+	// DefaultBatchSize.
 	BatchSize int
 	// BatchDelay is how long a batch waits for more sends after its first.
-	// Zero means 10 ms. A transaction has a fixed cost in PostgreSQL (its
+	// Zero means DefaultBatchDelay. A transaction has a fixed cost in PostgreSQL (its
 	// statements, its WAL flush, and the relay round that follows it), so
 	// below BatchSize/BatchDelay sends a second, where the window and not
 	// the size closes a batch, the window sets what a message costs; the
@@ -48,9 +58,10 @@ type Config struct {
 	// commit").
 	BatchDelay time.Duration
 	// Workers is how many batches may commit concurrently; batches
-	// committing at once never share a chat (see dispatcher). Zero means 4.
+	// committing at once never share a chat (see dispatcher). Zero means
+	// DefaultWorkers.
 	Workers int
-	// MaxBodyBytes bounds a message body. Zero means 4096.
+	// MaxBodyBytes bounds a message body. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int
 	// MaxEnvelopeBytes bounds a message's encoded stream envelope
 	// (codec.EnvelopeSize), checked in the committing transaction
@@ -80,19 +91,19 @@ func (c *Config) setDefaults() error {
 		return errors.New("ingest: Config.Store is required")
 	}
 	if c.QueueSize <= 0 {
-		c.QueueSize = 8000
+		c.QueueSize = DefaultQueueSize
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 128
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.BatchDelay <= 0 {
-		c.BatchDelay = 10 * time.Millisecond
+		c.BatchDelay = DefaultBatchDelay
 	}
 	if c.Workers <= 0 {
-		c.Workers = 4
+		c.Workers = DefaultWorkers
 	}
 	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 4096
+		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if err := c.checkEnvelopeFits(); err != nil {
 		return err

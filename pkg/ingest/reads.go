@@ -19,13 +19,21 @@ type ReadCommitter interface {
 	MarkReadBatch(ctx context.Context, marks []store.ReadMark) ([]store.ReadResult, error)
 }
 
+// Defaults of ReadsConfig, also the flags' defaults (cmd/chatd).
+const (
+	DefaultReadBatchSize  = 64
+	DefaultReadBatchDelay = 10 * time.Millisecond
+)
+
 // ReadsConfig configures Reads. Zero values take the defaults.
 type ReadsConfig struct {
 	// Store commits batches. Required.
 	Store ReadCommitter
-	// BatchSize is the most receipts one transaction carries. Zero means 64.
+	// BatchSize is the most receipts one transaction carries. Zero means
+	// DefaultReadBatchSize.
 	BatchSize int
-	// BatchDelay is how long a batch waits for more after its first. Zero means 10 ms.
+	// BatchDelay is how long a batch waits for more after its first. Zero
+	// means DefaultReadBatchDelay.
 	BatchDelay time.Duration
 	// QueueSize bounds waiting receipts; beyond it MarkRead fails with
 	// chatd.ErrOverloaded. Zero means 8000.
@@ -63,10 +71,10 @@ func NewReads(cfg ReadsConfig) (*Reads, error) {
 		return nil, errors.New("ingest: ReadsConfig.Store is required")
 	}
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 64
+		cfg.BatchSize = DefaultReadBatchSize
 	}
 	if cfg.BatchDelay <= 0 {
-		cfg.BatchDelay = 10 * time.Millisecond
+		cfg.BatchDelay = DefaultReadBatchDelay
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 8000

@@ -124,7 +124,8 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		MaxHeaderBytes: cfg.MaxHeaderBytes,
 		MaxConnections: cfg.MaxConnections,
 		Limits: api.Limits{
-			Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts, MaxPending: cfg.MaxPending,
+			Lease: positiveOr(cfg.Lease, push.DefaultLease), MaxAttempts: positiveOr(cfg.MaxAttempts, push.DefaultMaxAttempts),
+			MaxPending:   positiveOr(cfg.MaxPending, push.DefaultMaxPending),
 			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,
 			Credits: cfg.Credits, PingInterval: cfg.PingInterval, IdleTimeout: cfg.IdleTimeout,
 		},
@@ -203,4 +204,13 @@ func (n *Node) outboxView(ctx context.Context) (any, error) {
 		v.PostgresOldestAge = time.Since(st.Oldest).Seconds()
 	}
 	return v, nil
+}
+
+// positiveOr is v, or def when v is not positive: push's rule for a zero or
+// negative setting, for the limits the API announces on its behalf.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -56,7 +56,7 @@ func TestAckFloorNeverPassesStuckMessageBeforeAbandon(t *testing.T) {
 // stuck recipient and nothing of it stays tracked.
 func TestLostLastDeliveryStillAbandons(t *testing.T) {
 	e := mustEnv(t)
-	r, err := push.New(push.Config{NodeID: "a", JS: e.js, Lease: 300 * time.Millisecond, MaxAttempts: 2})
+	r, err := push.New(push.Config{NodeID: "a", JS: e.js, Stream: stream.DefaultName, Lease: 300 * time.Millisecond, MaxAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

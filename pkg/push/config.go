@@ -16,8 +16,13 @@ import (
 // before they notice the silence.
 const DefaultUnreachable = 8 * time.Second
 
-// DefaultLease is Config.Lease's default.
-const DefaultLease = 10 * time.Second
+// Defaults of Config, also the flags' defaults (cmd/chatd).
+const (
+	DefaultLease         = 10 * time.Second
+	DefaultMaxAttempts   = 3
+	DefaultMaxPending    = 20
+	DefaultCheckInterval = time.Second
+)
 
 // Config configures a Registry. Zero values take the documented defaults
 // (docs/architecture.md, section 7 "Defaults").
@@ -25,22 +30,24 @@ type Config struct {
 	// NodeID names this node's durable consumer ("push-<NodeID>"). Required;
 	// stable across restarts so a restarted node resumes its consumer.
 	NodeID string
-	// JS is the JetStream context. Required for Run.
-	JS jetstream.JetStream
-	// Stream is the delivery stream's name. Empty means "CHAT_OUTBOX".
+	// JS is the JetStream context, and Stream the delivery stream's name
+	// (stream.Config.Name, which the node passes in: push does not import
+	// stream). Both required for Run.
+	JS     jetstream.JetStream
 	Stream string
 	// Lease is the consumer's AckWait: how long one delivery attempt may
-	// stay un-acked before JetStream redelivers it. Zero means 10 s.
+	// stay un-acked before JetStream redelivers it. Zero means DefaultLease.
 	Lease time.Duration
 	// MaxAttempts is how many times a message is sent to a recipient: after
 	// the last attempt's lease expires un-acked, the recipient is abandoned
 	// (closed, it resyncs from history). The consumer's MaxDeliver is one
 	// more (docs/architecture.md, invariant 2): the extra delivery is never
 	// sent, it only makes sure the abandon happens before JetStream gives the
-	// message up. Zero means 3.
+	// message up. Zero means DefaultMaxAttempts.
 	MaxAttempts int
 	// MaxPending is how many stream messages one connection may hold
-	// un-acked; one more and it is closed as overloaded. Zero means 20.
+	// un-acked; one more and it is closed as overloaded. Zero means
+	// DefaultMaxPending.
 	MaxPending int
 	// Grace spares a connection younger than this from the attempts reaper.
 	// Zero (the default) means no grace: measured counter-productive under load.
@@ -70,7 +77,7 @@ type Config struct {
 	AloneCheck time.Duration
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
-	// means 1 s.
+	// means DefaultCheckInterval.
 	CheckInterval time.Duration
 	// Unreachable is how long checks may fail (JetStream not answering)
 	// before the node closes every session (ReasonUnavailable) and refuses
@@ -95,17 +102,14 @@ func (c *Config) setDefaults() error {
 	if c.NodeID == "" {
 		return errors.New("push: Config.NodeID is required")
 	}
-	if c.Stream == "" {
-		c.Stream = "CHAT_OUTBOX"
-	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 3
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.MaxPending <= 0 {
-		c.MaxPending = 20
+		c.MaxPending = DefaultMaxPending
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 65536
@@ -120,7 +124,7 @@ func (c *Config) setDefaults() error {
 		c.AloneCheck = 50 * time.Millisecond
 	}
 	if c.CheckInterval <= 0 {
-		c.CheckInterval = time.Second
+		c.CheckInterval = DefaultCheckInterval
 	}
 	if c.Unreachable <= 0 {
 		c.Unreachable = DefaultUnreachable

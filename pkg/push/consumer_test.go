@@ -24,7 +24,7 @@ func TestAttachRefusedUntilConsumerLive(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := push.New(push.Config{NodeID: "a", JS: e.js, Lease: 10 * time.Second})
+	r, err := push.New(push.Config{NodeID: "a", JS: e.js, Stream: stream.DefaultName, Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

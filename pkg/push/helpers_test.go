@@ -124,7 +124,7 @@ func (e *env) publishMsg(t testing.TB, m chatd.Message, device string, recipient
 // mustRegistry starts a push registry for node on e and stops it with t.
 func mustRegistry(t testing.TB, e *env, node string, tweak func(*push.Config)) *push.Registry {
 	t.Helper()
-	cfg := push.Config{NodeID: node, JS: e.js, Lease: 300 * time.Millisecond, MaxAttempts: 2, MaxPending: 20}
+	cfg := push.Config{NodeID: node, JS: e.js, Stream: stream.DefaultName, Lease: 300 * time.Millisecond, MaxAttempts: 2, MaxPending: 20}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -173,7 +173,7 @@ func TestFloorHeldByUndeliveredConsumer(t *testing.T) {
 	e := mustEnv(t)
 	a := mustRegistry(t, e, "a", nil)
 	// Node b creates its consumer, then stops consuming: its consumer stays.
-	b, err := push.New(push.Config{NodeID: "b", JS: e.js})
+	b, err := push.New(push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ func ConsumerName(nodeID string) string { return ConsumerPrefix + nodeID }
 // (ReasonUnavailable) until it answers again. Sessions may register only
 // while the consumer is live (see Ready). Creating the consumer is retried
 // with backoff, so Run returns nil after ctx ends, once the consume stopped;
-// it returns an error only when Config.JS is missing.
+// it returns an error only when Config.JS or Stream is missing.
 func (r *Registry) Run(ctx context.Context) error {
-	if r.cfg.JS == nil {
-		return errors.New("push: Config.JS is required to run")
+	if r.cfg.JS == nil || r.cfg.Stream == "" {
+		return errors.New("push: Config.JS and Stream are required to run")
 	}
 	defer r.sampled.Flush()
 	defer func() {

@@ -20,6 +20,9 @@ type Pinner interface {
 	PinSeqs() []uint64
 }
 
+// DefaultInterval is Config.Interval's default, and the flag's (cmd/chatd).
+const DefaultInterval = 5 * time.Second
+
 // Config configures a Reclaimer. Zero values take the documented defaults.
 type Config struct {
 	// Stream is the delivery stream. Required.
@@ -37,7 +40,7 @@ type Config struct {
 	// endpoints' (webhook.ConsumerPrefix), so nothing an endpoint has not
 	// acked is purged. Nil: none.
 	AlsoPrefixes []string
-	// Interval is the GC interval. Zero means 5 s.
+	// Interval is the GC interval. Zero means DefaultInterval.
 	Interval time.Duration
 	// MinPurge is how many messages a purge must free to be worth a call;
 	// a purge that empties the stream always runs. Zero means 1.
@@ -79,7 +82,7 @@ func New(cfg Config) (*Reclaimer, error) {
 		return nil, errors.New("reclaim: Config.Stream is required")
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = 5 * time.Second
+		cfg.Interval = DefaultInterval
 	}
 	if cfg.MinPurge == 0 {
 		cfg.MinPurge = 1

@@ -77,7 +77,7 @@ type RelayConfig struct {
 	// node's link to NATS is down before the relay releases its lock and
 	// stands by, so the relay of a node that can reach NATS takes over.
 	// With the link up (the stream not answering, as in a leader election)
-	// the bound is six times longer. Zero means 5 s.
+	// the bound is six times longer. Zero means DefaultStepDownAfter.
 	StepDownAfter time.Duration
 	// Hold is how many committed entries (see Offer) the relay keeps in
 	// memory while it leads; offers beyond it are dropped and their rows

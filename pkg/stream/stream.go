@@ -20,23 +20,26 @@ const (
 	DefaultMaxAge     = 26 * time.Hour
 	DefaultDuplicates = 30 * time.Second
 	DefaultMaxBytes   = 1 << 30
+	DefaultReplicas   = 1
 )
 
 // Config describes the delivery stream. Zero values take the defaults.
 type Config struct {
-	// Name is the stream name. Empty means CHAT_OUTBOX.
+	// Name is the stream name. Empty means DefaultName.
 	Name string
 	// SubjectPrefix is what every subject of the stream starts with (ending
 	// in a dot): a message of chat C is published to SubjectPrefix+C. Two
 	// deployments sharing a NATS account need different ones (and names).
 	// Empty means SubjectPrefix, the package constant.
 	SubjectPrefix string
-	// Replicas is 1 for the embedded server, 3 on a cluster. Zero means 1.
+	// Replicas is 1 for the embedded server, 3 on a cluster. Zero means
+	// DefaultReplicas.
 	Replicas int
-	// MaxAge is a disk backstop only: reclaim purges far earlier. Zero means 26 h.
+	// MaxAge is a disk backstop only: reclaim purges far earlier. Zero means
+	// DefaultMaxAge.
 	MaxAge time.Duration
 	// Duplicates is the Nats-Msg-Id window that drops a relay's republish
-	// after a crash between publish and delete. Zero means 30 seconds.
+	// after a crash between publish and delete. Zero means DefaultDuplicates.
 	//
 	// The server keeps every id it stored in memory for the whole window, so
 	// chatd's RSS grows with the window times the rate: JetStream's 2-minute
@@ -50,7 +53,7 @@ type Config struct {
 	Duplicates time.Duration
 	// MaxBytes bounds the stream on disk. Publishing beyond it fails
 	// (DiscardNew), so the relay stops and the PostgreSQL outbox grows
-	// instead: back-pressure, never silent loss. Zero means 1 GiB.
+	// instead: back-pressure, never silent loss. Zero means DefaultMaxBytes.
 	MaxBytes int64
 }
 
@@ -62,7 +65,7 @@ func (c *Config) setDefaults() {
 		c.SubjectPrefix = SubjectPrefix
 	}
 	if c.Replicas <= 0 {
-		c.Replicas = 1
+		c.Replicas = DefaultReplicas
 	}
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultMaxAge
