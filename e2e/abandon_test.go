@@ -12,6 +12,7 @@ import (
 	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/fasthttp/websocket"
 )
 
@@ -75,7 +76,7 @@ func readUntilClose(t *testing.T, conn *websocket.Conn, chat string, within time
 func TestAbandonedClientRecoversEverythingFromHistory(t *testing.T) {
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
 	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1",
-		node.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2}))
+		node.Config{Push: push.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2}}))
 	abandonAndRecover(t, rn)
 }
 

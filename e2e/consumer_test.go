@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/fasthttp/websocket"
 	"github.com/nats-io/nats.go/jetstream"
@@ -120,7 +121,7 @@ func TestDeletedConsumerIsRecreatedAndSessionsResync(t *testing.T) {
 func TestNoHelloWithoutConsumer(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
-	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{ConsumerCheck: 200 * time.Millisecond}))
+	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{Push: push.Config{CheckInterval: 200 * time.Millisecond}}))
 	testwait.For(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
 	if st, first, _ := dialStatus(t, a, "alice"); st != 0 || first != "hello" {
 		t.Fatalf("healthy node: status %d first frame %q, want hello", st, first)
@@ -177,7 +178,7 @@ func TestNodeCutFromNATSClosesSessionsUntilBack(t *testing.T) {
 	p := testproxy.Start(t, u.Host)
 	const bound = time.Second
 	a := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), p.URL("nats"), "a",
-		node.Config{NATSUnreachable: bound, ConsumerCheck: 200 * time.Millisecond}))
+		node.Config{Push: push.Config{Unreachable: bound, CheckInterval: 200 * time.Millisecond}}))
 	testwait.For(t, 5*time.Second, "node a ready", func() bool { return readyStatus(t, a) == http.StatusOK })
 	conn := dialRaw(t, a, "alice")
 

@@ -30,7 +30,7 @@ const resumeWithin = 3 * time.Second
 func TestStreamLeaderLostDeliveryResumes(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	nc := testnats.StartCluster(t, 3)
-	base := node.Config{StreamReplicas: 3}
+	base := node.Config{Stream: stream.Config{Replicas: 3}}
 	a := mustRunNode(t, nodeConfig(dsn, nc.URLs(), "a", base))
 	b := mustRunNode(t, nodeConfig(dsn, nc.URLs(), "b", base))
 

@@ -8,6 +8,8 @@ import (
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/fasthttp/websocket"
 )
 
@@ -21,7 +23,7 @@ func TestPurgeKeepsAnUnackedEvent(t *testing.T) {
 	// A long lease: no redelivery or abandon during the test, so only the
 	// missing ack holds the event.
 	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1",
-		node.Config{GCInterval: gc, Lease: time.Minute}))
+		node.Config{Reclaim: reclaim.Config{Interval: gc}, Push: push.Config{Lease: time.Minute}}))
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 	bob := dialRaw(t, rn, "bob")

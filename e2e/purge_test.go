@@ -9,6 +9,7 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/reclaim"
 )
 
 // exchange has alice and bob send n messages each to one another at once on
@@ -42,7 +43,7 @@ func exchange(t *testing.T, rn *runningNode, n int) []string {
 func TestPurgeAfterEveryoneAcked(t *testing.T) {
 	const gc = 500 * time.Millisecond
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
-	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1", node.Config{GCInterval: gc}))
+	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1", node.Config{Reclaim: reclaim.Config{Interval: gc}}))
 	all := exchange(t, rn, 40)
 	if _, last := rn.streamState(t); last != uint64(len(all)) {
 		t.Fatalf("stream last seq %d, want %d (one stream message per accepted message)", last, len(all))

@@ -10,6 +10,7 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
@@ -104,7 +105,7 @@ func TestRelayKilledBetweenPublishAndDelete(t *testing.T) {
 
 	// The node's own relay now stands by. GC is slow so the stream keeps
 	// every message for counting.
-	rn := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{GCInterval: time.Hour}))
+	rn := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{Reclaim: reclaim.Config{Interval: time.Hour}}))
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 	bob := mustPeer(t, rn.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })

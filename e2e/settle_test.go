@@ -6,10 +6,11 @@ import (
 
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
 )
 
 // singleNode runs a node on the embedded NATS (so its relay keeps settled
-// messages out of the stream, node.Config.SettleWait) and the external
+// messages out of the stream, node.Config.Relay.SettleWait) and the external
 // test database dsn.
 func singleNode(t *testing.T, dsn string, base node.Config) *runningNode {
 	t.Helper()
@@ -48,7 +49,7 @@ func TestSingleNodeKeepsAckedMessagesOutOfTheStream(t *testing.T) {
 // abandoned (4000), then recovers everything from history, as with an
 // external NATS.
 func TestSingleNodeAbandonsAClientThatNeverAcks(t *testing.T) {
-	rn := singleNode(t, testpg.NewDatabase(t), node.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2})
+	rn := singleNode(t, testpg.NewDatabase(t), node.Config{Push: push.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2}})
 	abandonAndRecover(t, rn)
 	if got := rn.metric(t, "chatd_relay_published_total"); got < 5 {
 		t.Fatalf("published %v messages, want at least the 5 the silent client never acked", got)

@@ -76,7 +76,7 @@ func declareGeneral(f *envFlags, s *settings) {
 }
 
 func declareListening(f *envFlags, c *node.Config) {
-	f.String(&c.Listen, "listen", "CHATD_LISTEN", "127.0.0.1:8080", doc{group: groupListening,
+	f.String(&c.Listen, "listen", "CHATD_LISTEN", node.DefaultListen, doc{group: groupListening,
 		short: "HTTP and WebSocket address"})
 	f.String(&c.TLSCertFile, "tls-cert", "CHATD_TLS_CERT", "", doc{group: groupListening, unset: "none",
 		short: "serve HTTPS/WSS with this PEM cert",
@@ -84,10 +84,10 @@ func declareListening(f *envFlags, c *node.Config) {
 	f.String(&c.TLSKeyFile, "tls-key", "CHATD_TLS_KEY", "", doc{group: groupListening,
 		short: "private key of --tls-cert",
 		long:  "the PEM private key of `--tls-cert`"})
-	f.List(&c.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", doc{group: groupListening, unset: "same-origin",
+	f.List(&c.API.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", doc{group: groupListening, unset: "same-origin",
 		short: "browser Origins for /ws; * for any",
 		long:  "browser origins (comma-separated) allowed on `/ws` and answered CORS on `/api`; empty allows only same-origin and non-browser clients (no Origin); `*` allows any"})
-	f.Duration(&c.HTTPReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, doc{group: groupListening,
+	f.Duration(&c.API.ReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, doc{group: groupListening,
 		short: "time to read a whole HTTP request",
 		long:  "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded"})
 	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, doc{group: groupListening, unset: "none",
@@ -105,22 +105,22 @@ func declareStorage(f *envFlags, c *node.Config) {
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, doc{group: groupStorage, unset: "keep forever",
 		short: "delete messages older than this",
 		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned"})
-	f.Int(&c.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", ingest.DefaultQueueSize, doc{group: groupStorage,
+	f.Int(&c.Ingest.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", ingest.DefaultQueueSize, doc{group: groupStorage,
 		short: "unsaved sends held; more are refused",
 		long:  "sends held from submit to the end of their commit; beyond it a send is rejected `overloaded`"})
-	f.Int(&c.BatchSize, "batch-size", "CHATD_BATCH_SIZE", ingest.DefaultBatchSize, doc{group: groupStorage,
+	f.Int(&c.Ingest.BatchSize, "batch-size", "CHATD_BATCH_SIZE", ingest.DefaultBatchSize, doc{group: groupStorage,
 		short: "most messages saved per transaction",
 		long:  "most messages per group-commit transaction"})
-	f.Duration(&c.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", ingest.DefaultBatchDelay, doc{group: groupStorage,
+	f.Duration(&c.Ingest.BatchDelay, "batch-delay", "CHATD_BATCH_DELAY", ingest.DefaultBatchDelay, doc{group: groupStorage,
 		short: "how long a batch waits to fill",
 		long:  "how long a group-commit batch waits to fill; longer costs PostgreSQL less per message, and every send up to this long"})
-	f.Int(&c.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", ingest.DefaultWorkers, doc{group: groupStorage,
+	f.Int(&c.Ingest.Workers, "commit-workers", "CHATD_COMMIT_WORKERS", ingest.DefaultWorkers, doc{group: groupStorage,
 		short: "transactions saving at once",
 		long:  "concurrent group-commit transactions"})
-	f.Int(&c.ReadBatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", ingest.DefaultReadBatchSize, doc{group: groupStorage,
+	f.Int(&c.Reads.BatchSize, "read-batch-size", "CHATD_READ_BATCH_SIZE", ingest.DefaultReadBatchSize, doc{group: groupStorage,
 		short: "most read receipts per transaction",
 		long:  "read receipts per read-state transaction (group commit of read receipts)"})
-	f.Duration(&c.ReadBatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", ingest.DefaultReadBatchDelay, doc{group: groupStorage,
+	f.Duration(&c.Reads.BatchDelay, "read-batch-delay", "CHATD_READ_BATCH_DELAY", ingest.DefaultReadBatchDelay, doc{group: groupStorage,
 		short: "how long read receipts wait to batch"})
 }
 
@@ -152,10 +152,10 @@ func declareNATS(f *envFlags, c *node.Config) {
 	f.String(&c.NATS.KeyFile, "nats-key", "CHATD_NATS_KEY", "", doc{group: groupNATS,
 		short: "private key of --nats-cert",
 		long:  "the PEM private key of `--nats-cert`"})
-	f.Duration(&c.NATSUnreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", push.DefaultUnreachable, doc{group: groupNATS,
+	f.Duration(&c.Push.Unreachable, "nats-unreachable", "CHATD_NATS_UNREACHABLE", push.DefaultUnreachable, doc{group: groupNATS,
 		short: "after NATS is gone this long: unready",
 		long:  "after NATS is unreachable this long, turn not ready and close sessions with 1001 (until it is back), so clients move to a healthy node"})
-	f.String(&c.StreamName, "stream-name", "CHATD_STREAM_NAME", stream.DefaultName, doc{group: groupNATS,
+	f.String(&c.Stream.Name, "stream-name", "CHATD_STREAM_NAME", stream.DefaultName, doc{group: groupNATS,
 		short: "stream name; unique per NATS account",
 		long:  "the delivery stream's JetStream name; deployments sharing a NATS account need different ones, and a different `--subject-prefix` (docs/operations.md, \"NATS and TLS options\")"})
 	f.String(&c.SubjectPrefix, "subject-prefix", "CHATD_SUBJECT_PREFIX", node.DefaultSubjectPrefix, doc{group: groupNATS,
@@ -167,103 +167,103 @@ func declareIdentity(f *envFlags, c *node.Config) {
 	f.String(&c.JWTSecret, "jwt-secret", "CHATD_JWT_SECRET", "", doc{group: groupIdentity, unset: "generated",
 		short: "token secret, 16+ bytes; use the env var",
 		long:  "HS256 token secret, at least 16 bytes, the same on every node; empty in embedded mode generates one in the data dir. Set it with the environment variable: a flag is visible to every local user in the process list (`ps`)"})
-	f.String(&c.JWKS.URL, "jwks-url", "CHATD_JWKS_URL", "", doc{group: groupIdentity, unset: "none",
+	f.String(&c.API.JWKS.URL, "jwks-url", "CHATD_JWKS_URL", "", doc{group: groupIdentity, unset: "none",
 		short: "also accept tokens signed by this JWK Set",
 		long:  "also accept RS256, ES256 and EdDSA tokens signed by a key (chosen by `kid`) of the JWK Set at this URL; fetched at start (the start fails if it is not a valid set), hourly and on an unknown `kid` (at most every 30 s). Empty: HS256 tokens only"})
-	f.String(&c.JWKS.Issuer, "jwt-issuer", "CHATD_JWT_ISSUER", "", doc{group: groupIdentity, unset: "not checked",
+	f.String(&c.API.JWKS.Issuer, "jwt-issuer", "CHATD_JWT_ISSUER", "", doc{group: groupIdentity, unset: "not checked",
 		short: "the iss a --jwks-url token must carry",
 		long:  "with `--jwks-url`, the `iss` a provider token must carry"})
-	f.String(&c.JWKS.Audience, "jwt-audience", "CHATD_JWT_AUDIENCE", "", doc{group: groupIdentity, unset: "not checked",
+	f.String(&c.API.JWKS.Audience, "jwt-audience", "CHATD_JWT_AUDIENCE", "", doc{group: groupIdentity, unset: "not checked",
 		short: "a value a --jwks-url token's aud must hold",
 		long:  "with `--jwks-url`, a value a provider token's `aud` must hold"})
-	f.String(&c.JWKS.UserClaim, "jwt-user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
+	f.String(&c.API.JWKS.UserClaim, "jwt-user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
 		short: "--jwks-url token claim holding the user id",
 		long:  "with `--jwks-url`, the provider token claim holding the user id (1-64 of `[A-Za-z0-9_-]`, the rule for `sub`); chatd's HS256 tokens always use `sub`"})
-	f.String(&c.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
+	f.String(&c.API.JWKS.UserClaim, "user-claim", "CHATD_JWT_USER_CLAIM", api.DefaultJWTUserClaim, doc{group: groupIdentity,
 		short: "alias of --jwt-user-claim",
 		long:  "alias of `--jwt-user-claim`"})
-	f.String(&c.JWKS.ServiceClaim, "service-claim", "CHATD_SERVICE_CLAIM", api.DefaultJWTServiceClaim, doc{group: groupIdentity,
+	f.String(&c.API.JWKS.ServiceClaim, "service-claim", "CHATD_SERVICE_CLAIM", api.DefaultJWTServiceClaim, doc{group: groupIdentity,
 		short: "--jwks-url token claim marking a service",
 		long:  "with `--jwks-url`, the provider token claim that marks a service identity when it is the boolean `true` (a bot, an app backend: `--service-rate` applies); chatd's HS256 tokens always use `svc`"})
-	f.List(&c.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", doc{group: groupIdentity,
+	f.List(&c.API.AdminUsers, "admin-users", "CHATD_ADMIN_USERS", doc{group: groupIdentity,
 		short: "users who may call /api/admin/",
 		long:  "users or services (comma-separated) whose tokens may call `/api/admin/`: the outbox view, webhook dead letters and their replay, and the chat calls of docs/integrations.md \"Bots and services\""})
-	f.Bool(&c.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, doc{group: groupIdentity,
+	f.Bool(&c.API.DevLogin, "dev-login", "CHATD_DEV_LOGIN", false, doc{group: groupIdentity,
 		short: "DEV ONLY: anyone gets any user's token",
 		long:  "**development only**: `POST /api/dev/login {\"user\":\"alice\"}` hands a token for any user name to anyone who can reach the port (the demo's sign-in by name); `make run` turns it on; off, the route is 404"})
 }
 
 func declareLimits(f *envFlags, c *node.Config) {
-	f.Int(&c.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", 0, doc{group: groupLimits, unset: "auto",
+	f.Int(&c.API.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", 0, doc{group: groupLimits, unset: "auto",
 		short: "open connections; more get 503",
 		long:  "open HTTP and WebSocket connections; one more is answered 503 and closed. 0: the open-file limit less 1,024 descriptors kept for PostgreSQL, NATS and files. At start chatd raises its soft open-file limit to the hard one and logs it"})
-	f.Int(&c.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
+	f.Int(&c.API.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
 		short: "request line plus headers; more get 431",
 		long:  "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)"})
-	f.Int(&c.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, doc{group: groupLimits,
+	f.Int(&c.Ingest.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, doc{group: groupLimits,
 		short: "largest message body",
 		long:  "largest message body; chatd refuses to start if a 2-member chat's worst-case message (every body byte, and the largest `meta`, JSON-escaped to 6) would not fit NATS's max payload"})
-	f.Int(&c.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", store.DefaultMaxGroupMembers, doc{group: groupLimits,
+	f.Int(&c.Store.MaxGroupMembers, "max-group-members", "CHATD_MAX_GROUP_MEMBERS", store.DefaultMaxGroupMembers, doc{group: groupLimits,
 		short: "most members a group may have",
 		long:  "most members a group may have, checked on create and add (400 `too_many_members`); it bounds the envelope, since every message carries its members to the delivery stream"})
-	f.Int(&c.RatePerSecond, "rate", "CHATD_RATE", api.DefaultRatePerSecond, doc{group: groupLimits,
+	f.Int(&c.API.Limits.RatePerSecond, "rate", "CHATD_RATE", api.DefaultRatePerSecond, doc{group: groupLimits,
 		short: "frames per second per connection",
 		long:  "tokens per second per connection: every WebSocket frame costs one, a ping or ack an eighth (token bucket rate; docs/protocol.md, \"WebSocket details\")"})
-	f.Int(&c.RateBurst, "rate-burst", "CHATD_RATE_BURST", api.DefaultRateBurst, doc{group: groupLimits,
+	f.Int(&c.API.Limits.RateBurst, "rate-burst", "CHATD_RATE_BURST", api.DefaultRateBurst, doc{group: groupLimits,
 		short: "burst above --rate per connection",
 		long:  "token bucket burst per connection"})
-	f.Int(&c.ServiceRatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
+	f.Int(&c.API.ServiceRatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
 		short: "--rate and REST calls/s for a service",
 		long:  "tokens per second of a service identity (`chatd token --service`, docs/integrations.md \"Bots and services\"), replacing `--rate` on each of its WebSockets and the per-user REST budget on its calls"})
-	f.Int(&c.ServiceRateBurst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
+	f.Int(&c.API.ServiceRateBurst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
 		short: "burst above --service-rate",
 		long:  "token bucket burst of a service identity, per WebSocket and for its REST calls"})
-	f.Int(&c.Credits, "credits", "CHATD_CREDITS", api.DefaultCredits, doc{group: groupLimits,
+	f.Int(&c.API.Limits.Credits, "credits", "CHATD_CREDITS", api.DefaultCredits, doc{group: groupLimits,
 		short: "sends awaiting accepted per connection",
 		long:  "sends a connection may have awaiting `accepted`"})
-	f.Duration(&c.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", api.DefaultPingInterval, doc{group: groupLimits,
+	f.Duration(&c.API.Limits.PingInterval, "ping-interval", "CHATD_PING_INTERVAL", api.DefaultPingInterval, doc{group: groupLimits,
 		short: "how often each WebSocket is pinged",
 		long:  "server WebSocket ping interval (with `--idle-timeout`, the idle reaper)"})
-	f.Duration(&c.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", api.DefaultIdleTimeout, doc{group: groupLimits,
+	f.Duration(&c.API.Limits.IdleTimeout, "idle-timeout", "CHATD_IDLE_TIMEOUT", api.DefaultIdleTimeout, doc{group: groupLimits,
 		short: "close a connection silent this long",
 		long:  "close a silent connection (4002) after this long"})
 }
 
 func declareDelivery(f *envFlags, c *node.Config) {
-	f.Duration(&c.Lease, "lease", "CHATD_LEASE", push.DefaultLease, doc{group: groupDelivery,
+	f.Duration(&c.Push.Lease, "lease", "CHATD_LEASE", push.DefaultLease, doc{group: groupDelivery,
 		short: "time to ack before a message is resent",
 		long:  "delivery lease (JetStream AckWait); keep it far above the slowest delivery-to-ack time you expect"})
-	f.Int(&c.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", push.DefaultMaxAttempts, doc{group: groupDelivery,
+	f.Int(&c.Push.MaxAttempts, "max-attempts", "CHATD_MAX_ATTEMPTS", push.DefaultMaxAttempts, doc{group: groupDelivery,
 		short: "sends before a non-acking client is closed",
 		long:  "delivery attempts before a non-acking client is abandoned (close 4000); JetStream's MaxDeliver is this + 1"})
-	f.Int(&c.MaxPending, "max-pending", "CHATD_MAX_PENDING", push.DefaultMaxPending, doc{group: groupDelivery,
+	f.Int(&c.Push.MaxPending, "max-pending", "CHATD_MAX_PENDING", push.DefaultMaxPending, doc{group: groupDelivery,
 		short: "unacked messages before a close (4001)",
 		long:  "un-acked messages per connection before it is closed overloaded (4001)"})
-	f.Duration(&c.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, doc{group: groupDelivery, unset: "none",
+	f.Duration(&c.Push.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, doc{group: groupDelivery, unset: "none",
 		short: "spare new connections from --max-attempts",
 		long:  "spare a just-connected client from the attempts reaper for this long; counter-productive under load (BENCHMARKS.md)"})
 	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, doc{group: groupDelivery,
 		short: "auto: skip the stream on a lone node; off",
 		long:  "`auto`: while this node is provably alone (embedded NATS; no `--nats-listen` unless the database is the managed one; no other consumer reads the delivery stream), a message every local connection acked is deleted from the outbox without entering the stream. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
-	f.Duration(&c.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
+	f.Duration(&c.Relay.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
 		short: "how long a message waits for local acks",
 		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off"})
-	f.Int(&c.StreamReplicas, "stream-replicas", "CHATD_STREAM_REPLICAS", stream.DefaultReplicas, doc{group: groupDelivery,
+	f.Int(&c.Stream.Replicas, "stream-replicas", "CHATD_STREAM_REPLICAS", stream.DefaultReplicas, doc{group: groupDelivery,
 		short: "stream copies (3 on a NATS cluster)",
 		long:  "replicas of the delivery stream (3 on a NATS cluster)"})
-	f.Int64(&c.StreamMaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", stream.DefaultMaxBytes, doc{group: groupDelivery,
+	f.Int64(&c.Stream.MaxBytes, "stream-max-bytes", "CHATD_STREAM_MAX_BYTES", stream.DefaultMaxBytes, doc{group: groupDelivery,
 		short: "stream size; PostgreSQL holds the rest",
 		long:  "delivery stream size limit; beyond it the PostgreSQL outbox absorbs the backlog"})
-	f.Duration(&c.StreamMaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", stream.DefaultMaxAge, doc{group: groupDelivery,
+	f.Duration(&c.Stream.MaxAge, "stream-max-age", "CHATD_STREAM_MAX_AGE", stream.DefaultMaxAge, doc{group: groupDelivery,
 		short: "oldest message the stream keeps (backstop)",
 		long:  "delivery stream MaxAge: a disk backstop only, and the floor of any chat's retention; keep it far below `--history-retention`"})
-	f.Duration(&c.StreamDuplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", stream.DefaultDuplicates, doc{group: groupDelivery,
+	f.Duration(&c.Stream.Duplicates, "stream-duplicates", "CHATD_STREAM_DUPLICATES", stream.DefaultDuplicates, doc{group: groupDelivery,
 		short: "a resent message within it is dropped",
 		long:  "the delivery stream's duplicate window (`Nats-Msg-Id`): a relay's republish within it is dropped. The server keeps every message id stored within it in memory, so a longer window costs memory (BENCHMARKS.md, \"What is slow or costly\")"})
-	f.Duration(&c.GCInterval, "gc-interval", "CHATD_GC_INTERVAL", reclaim.DefaultInterval, doc{group: groupDelivery,
+	f.Duration(&c.Reclaim.Interval, "gc-interval", "CHATD_GC_INTERVAL", reclaim.DefaultInterval, doc{group: groupDelivery,
 		short: "how often delivered messages are purged",
 		long:  "how often the reclaim pass purges the delivery stream below the lowest sequence anyone may still need: every node consumer's acked prefix and every connection's pins (the Tetris floor, `pkg/reclaim`)"})
-	f.Duration(&c.ConsumerCheck, "consumer-check", "CHATD_CONSUMER_CHECK", push.DefaultCheckInterval, doc{group: groupDelivery,
+	f.Duration(&c.Push.CheckInterval, "consumer-check", "CHATD_CONSUMER_CHECK", push.DefaultCheckInterval, doc{group: groupDelivery,
 		short: "how often the node checks its consumer",
 		long:  "how often the node checks that its JetStream consumer exists (recreated if gone)"})
 }
@@ -291,16 +291,16 @@ func declareCluster(f *envFlags, c *node.Config) {
 	f.String(&c.NodeID, "node-id", "CHATD_NODE_ID", "", doc{group: groupCluster, unset: "random",
 		short: "this node's name",
 		long:  "this node's name (its JetStream consumer is `push-<id>`); empty generates one in the data dir"})
-	f.Duration(&c.RelayStepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", stream.DefaultStepDownAfter, doc{group: groupCluster,
+	f.Duration(&c.Relay.StepDownAfter, "relay-step-down-after", "CHATD_RELAY_STEP_DOWN_AFTER", stream.DefaultStepDownAfter, doc{group: groupCluster,
 		short: "give up relaying after failing this",
 		long:  "give the relay (its lock) up to another node after publishing to NATS has failed this long"})
-	f.Duration(&c.PresenceTTL, "presence-ttl", "CHATD_PRESENCE_TTL", signal.DefaultPresenceTTL, doc{group: groupCluster,
+	f.Duration(&c.Presence.TTL, "presence-ttl", "CHATD_PRESENCE_TTL", signal.DefaultPresenceTTL, doc{group: groupCluster,
 		short: "dead node's users offline after this",
 		long:  "a node's presence heartbeat expires this long after its last refresh: a dead node's users go offline within it (plus a tick)"})
-	f.Duration(&c.PresenceRefresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", signal.DefaultPresenceRefresh, doc{group: groupCluster,
+	f.Duration(&c.Presence.Refresh, "presence-refresh", "CHATD_PRESENCE_REFRESH", signal.DefaultPresenceRefresh, doc{group: groupCluster,
 		short: "presence renewal; under half the TTL",
 		long:  "how often a node rewrites its presence heartbeat; it must be under half of `--presence-ttl`"})
-	f.Int(&c.PresenceAudience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", signal.DefaultPresenceAudience, doc{group: groupCluster,
+	f.Int(&c.Presence.Audience, "presence-audience", "CHATD_PRESENCE_AUDIENCE", signal.DefaultPresenceAudience, doc{group: groupCluster,
 		short: "largest chat told who is online",
 		long:  "the largest chat whose members hear of a member going online or offline"})
 }

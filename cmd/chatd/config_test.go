@@ -27,9 +27,9 @@ func TestEdgeFlags(t *testing.T) {
 		t.Fatal(f.errs)
 	}
 	c := s.node
-	if c.HTTPReadTimeout != 3*time.Second || c.MaxHeaderBytes != 8192 || c.MaxConnections != 7 || c.ShutdownDelay != 4*time.Second {
+	if c.API.ReadTimeout != 3*time.Second || c.API.MaxHeaderBytes != 8192 || c.API.MaxConnections != 7 || c.ShutdownDelay != 4*time.Second {
 		t.Fatalf("got read timeout %v, header bytes %d, max connections %d, shutdown delay %v; want 3s, 8192, 7, 4s",
-			c.HTTPReadTimeout, c.MaxHeaderBytes, c.MaxConnections, c.ShutdownDelay)
+			c.API.ReadTimeout, c.API.MaxHeaderBytes, c.API.MaxConnections, c.ShutdownDelay)
 	}
 }
 
@@ -41,7 +41,7 @@ func TestReadTimeoutDefaultIsShort(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if d := s.node.HTTPReadTimeout; d <= 0 || d >= 15*time.Second {
+	if d := s.node.API.ReadTimeout; d <= 0 || d >= 15*time.Second {
 		t.Fatalf("default --http-read-timeout %v, want above 0 and under 15s", d)
 	}
 }
@@ -56,7 +56,7 @@ func TestDevLoginFlag(t *testing.T) {
 		if err := fs.Parse(args); err != nil || len(f.errs) > 0 {
 			t.Fatal(err, f.errs)
 		}
-		return s.node.DevLogin
+		return s.node.API.DevLogin
 	}
 	if parse() {
 		t.Error("dev login on by default, want off")

@@ -53,9 +53,9 @@ stream-name: FILE_OUT
 	checks := []struct{ name, got, want string }{
 		{"listen (file)", c.Listen, "127.0.0.1:9000"},
 		{"nats-url (env over file)", c.NATSURL, "nats://env:4222"},
-		{"lease (flag over env and file)", c.Lease.String(), (40 * time.Second).String()},
-		{"admin-users (file list)", strings.Join(c.AdminUsers, ","), "root,ops"},
-		{"stream-name (file)", c.StreamName, "FILE_OUT"},
+		{"lease (flag over env and file)", c.Push.Lease.String(), (40 * time.Second).String()},
+		{"admin-users (file list)", strings.Join(c.API.AdminUsers, ","), "root,ops"},
+		{"stream-name (file)", c.Stream.Name, "FILE_OUT"},
 		{"data-dir (default)", c.DataDir, "./data"},
 	}
 	for _, ck := range checks {
@@ -63,8 +63,8 @@ stream-name: FILE_OUT
 			t.Errorf("%s: got %q, want %q", ck.name, ck.got, ck.want)
 		}
 	}
-	if c.MaxPending != 7 || !s.logJSON {
-		t.Errorf("max-pending %d, log-json %v: want 7, true from the file", c.MaxPending, s.logJSON)
+	if c.Push.MaxPending != 7 || !s.logJSON {
+		t.Errorf("max-pending %d, log-json %v: want 7, true from the file", c.Push.MaxPending, s.logJSON)
 	}
 }
 

@@ -21,7 +21,7 @@ func TestIdentityFlags(t *testing.T) {
 	if len(f.errs) > 0 {
 		t.Fatal(f.errs)
 	}
-	got := s.node.JWKS
+	got := s.node.API.JWKS
 	if got.URL != "https://idp.example/jwks.json" || got.Issuer != "https://idp.example/" || got.Audience != "chatd" || got.UserClaim != "sub" {
 		t.Fatalf("got %+v, want the env URL and audience, the flag issuer and user claim sub", got)
 	}

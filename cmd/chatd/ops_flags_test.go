@@ -32,8 +32,8 @@ func TestOperatorFlags(t *testing.T) {
 	if c.NATS != want {
 		t.Errorf("NATS options: got %+v, want %+v", c.NATS, want)
 	}
-	if c.StreamName != "ACME_OUT" || c.SubjectPrefix != "acme.chat" || c.TLSCertFile != "/etc/chatd/tls.crt" || c.TLSKeyFile != "/etc/chatd/tls.key" || c.JWKS.UserClaim != "uid" {
-		t.Errorf("got stream %q prefix %q tls %q/%q user claim %q", c.StreamName, c.SubjectPrefix, c.TLSCertFile, c.TLSKeyFile, c.JWKS.UserClaim)
+	if c.Stream.Name != "ACME_OUT" || c.SubjectPrefix != "acme.chat" || c.TLSCertFile != "/etc/chatd/tls.crt" || c.TLSKeyFile != "/etc/chatd/tls.key" || c.API.JWKS.UserClaim != "uid" {
+		t.Errorf("got stream %q prefix %q tls %q/%q user claim %q", c.Stream.Name, c.SubjectPrefix, c.TLSCertFile, c.TLSKeyFile, c.API.JWKS.UserClaim)
 	}
 }
 
@@ -45,8 +45,8 @@ func TestNamingFlagDefaults(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if s.node.StreamName != "CHAT_OUTBOX" || s.node.SubjectPrefix != "chat" {
-		t.Fatalf("defaults: stream %q prefix %q, want CHAT_OUTBOX and chat", s.node.StreamName, s.node.SubjectPrefix)
+	if s.node.Stream.Name != "CHAT_OUTBOX" || s.node.SubjectPrefix != "chat" {
+		t.Fatalf("defaults: stream %q prefix %q, want CHAT_OUTBOX and chat", s.node.Stream.Name, s.node.SubjectPrefix)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
 )
@@ -56,7 +57,7 @@ func TestNodeStoppedClientsMove(t *testing.T) {
 	}
 	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	base := node.Config{NATSURL: ns.ClientURL(), JWTSecret: secret, AdminUsers: []string{"chatload-admin"}, Logger: quiet}
+	base := node.Config{NATSURL: ns.ClientURL(), JWTSecret: secret, API: api.Config{AdminUsers: []string{"chatload-admin"}}, Logger: quiet}
 	cfg1 := base
 	cfg1.NodeID, cfg1.DataDir = "n1", filepath.Join(dir, "n1")
 	n1 := nodetest.Run(t, cfg1)

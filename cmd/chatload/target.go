@@ -67,16 +67,13 @@ func embeddedTarget(ctx context.Context, cfg *Config) (*target, error) {
 		dir, temp = d, true
 	}
 	ncfg := node.Config{
-		Listen:      "127.0.0.1:0",
-		DataDir:     dir,
-		JWTSecret:   cfg.JWTSecret,
-		AdminUsers:  []string{cfg.AdminUser},
-		Lease:       cfg.Lease,
-		MaxAttempts: cfg.MaxAttempts,
-		MaxPending:  cfg.MaxPending,
-		Grace:       cfg.Grace,
-		Logger:      cfg.Logger.With("component", "chatd"),
+		Listen:    "127.0.0.1:0",
+		DataDir:   dir,
+		JWTSecret: cfg.JWTSecret,
+		Logger:    cfg.Logger.With("component", "chatd"),
 	}
+	ncfg.API.AdminUsers = []string{cfg.AdminUser}
+	ncfg.Push.Lease, ncfg.Push.MaxAttempts, ncfg.Push.MaxPending, ncfg.Push.Grace = cfg.Lease, cfg.MaxAttempts, cfg.MaxPending, cfg.Grace
 	cleanup := func() {
 		if temp {
 			os.RemoveAll(dir)

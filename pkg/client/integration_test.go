@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
+	"github.com/chatd/chatd/pkg/push"
 )
 
 // The integration tests run the client against a real in-process chatd node
@@ -340,7 +341,7 @@ func waitConnected(t *testing.T, c *client.Client) {
 // closes it (overloaded or abandoned) and, once the application reads
 // again, the client resyncs and hands out every message exactly once.
 func TestIntegrationStalledReaderRecovers(t *testing.T) {
-	n := mustNode(t, node.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2, MaxPending: 5})
+	n := mustNode(t, node.Config{Push: push.Config{Lease: 500 * time.Millisecond, MaxAttempts: 2, MaxPending: 5}})
 	alice := mustClient(t, n, "alice", "", nil)
 	chat := mustDirect(t, alice, "dave")
 	run(t, alice, false)

@@ -28,10 +28,10 @@ const streamHeaderRoom = 4 << 10
 // push and the store through its own small interfaces; ingest knows nothing
 // of push or the relay, only the OnCommit hook set here.
 func (n *Node) build(ctx context.Context, secret []byte) error {
-	cfg := n.cfg
-	str, err := stream.Ensure(ctx, n.js, stream.Config{
-		Name: cfg.StreamName, SubjectPrefix: cfg.streamSubjects(), Replicas: cfg.StreamReplicas, MaxBytes: cfg.StreamMaxBytes, MaxAge: cfg.StreamMaxAge,
-		Duplicates: cfg.StreamDuplicates})
+	cfg := &n.cfg
+	sc := cfg.Stream
+	sc.SubjectPrefix = cfg.streamSubjects()
+	str, err := stream.Ensure(ctx, n.js, sc)
 	if err != nil {
 		return err
 	}
@@ -41,99 +41,102 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	} else {
 		n.log.Info("settling off: every message goes to the delivery stream", "because", off)
 	}
-	n.Push, err = push.New(push.Config{
-		NodeID: n.nodeID, JS: n.js, Stream: cfg.StreamName, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
-		MaxPending: cfg.MaxPending, Grace: cfg.Grace, Unreachable: cfg.NATSUnreachable,
-		CheckInterval: cfg.ConsumerCheck, Settle: off == "", AloneCheck: push.AloneCheckFor(cfg.SettleWait),
-		Seen:   func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) },
-		Logger: n.log, Registerer: n.reg,
-	})
-	if err != nil {
+	if err := n.buildDelivery(cfg, off == ""); err != nil {
 		return err
 	}
-	rc := stream.RelayConfig{
-		Outbox: n.Store, JS: n.js, SubjectPrefix: cfg.streamSubjects(), StepDownAfter: cfg.RelayStepDownAfter, NodeID: n.nodeID,
-		Logger: n.log, Registerer: n.reg}
-	if off == "" {
-		rc.Settler, rc.SettleWait = n.Push, cfg.SettleWait
-	}
-	if n.Relay, err = stream.NewRelay(rc); err != nil {
+	if err := n.buildIngest(cfg); err != nil {
 		return err
 	}
+	rc := cfg.Reclaim
+	rc.Stream, rc.Pins, rc.ConsumerPrefix, rc.OnReset = str, n.Push, push.ConsumerPrefix, n.Push.Reset
+	// Always, not only with webhooks configured here: another node (or this
+	// one before a restart) may deliver to an endpoint whose consumer still
+	// needs what it has not acked.
+	rc.AlsoPrefixes = []string{webhook.ConsumerPrefix}
+	rc.Logger, rc.Registerer = n.log, n.reg
+	if n.Reclaim, err = reclaim.New(rc); err != nil {
+		return err
+	}
+	wc := cfg.Webhook
+	wc.JS, wc.Stream, wc.Store, wc.Logger, wc.Registerer = n.js, cfg.Stream.Name, webhookStore{n.Store}, n.log, n.reg
+	wc.Inactive = cmp.Or(wc.Inactive, cfg.Stream.MaxAge)
+	if n.Webhooks, err = webhook.New(wc); err != nil {
+		return err
+	}
+	if err := n.buildSignals(cfg); err != nil {
+		return err
+	}
+	ac := cfg.API
+	ac.JWTSecret, ac.Demo, ac.SDK = secret, web.Demo(), web.SDK()
+	ac.Limits.Lease, ac.Limits.MaxAttempts, ac.Limits.MaxPending = cfg.Push.Lease, cfg.Push.MaxAttempts, cfg.Push.MaxPending
+	ac.Limits.MaxBodyBytes = n.Ingest.MaxBodyBytes()
+	ac.Chats, ac.Ingest, ac.Delivery, ac.Ready = chatsWithBatchedReads{n.Store, n.Reads}, n.Ingest, n.Push, n.ready
+	ac.Outbox, ac.Registry, ac.Logger = n.outboxView, n.reg, n.log
+	ac.Signals, ac.Presence, ac.Webhooks = n.Signals, n.Presence, n.Webhooks
+	n.API, err = api.New(ac)
+	return err
+}
+
+// buildDelivery wires push and the relay: settle says whether the node
+// keeps messages its connections all acked out of the stream.
+func (n *Node) buildDelivery(cfg *Config, settle bool) error {
+	pc := cfg.Push
+	pc.NodeID, pc.JS, pc.Stream = n.nodeID, n.js, cfg.Stream.Name
+	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
+	pc.Seen = func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) }
+	pc.Logger, pc.Registerer = n.log, n.reg
+	var err error
+	if n.Push, err = push.New(pc); err != nil {
+		return err
+	}
+	rc := cfg.Relay
+	rc.Outbox, rc.JS, rc.SubjectPrefix, rc.NodeID = n.Store, n.js, cfg.streamSubjects(), n.nodeID
+	rc.Logger, rc.Registerer = n.log, n.reg
+	rc.Settler = nil
+	if settle {
+		rc.Settler = n.Push
+	} else {
+		rc.SettleWait = 0 // the relay's default: it waits for no acks without a Settler
+	}
+	n.Relay, err = stream.NewRelay(rc)
+	return err
+}
+
+// buildIngest wires the group commits of sends and of read receipts.
+func (n *Node) buildIngest(cfg *Config) error {
 	// An envelope over the max payload would stop the relay for every chat:
 	// ingest refuses such a message before it is stored.
 	maxEnvelope := int(n.nc.MaxPayload()) - streamHeaderRoom
 	if maxEnvelope <= 0 {
 		return fmt.Errorf("nats max_payload %d leaves no room for messages: raise max_payload on the NATS server", n.nc.MaxPayload())
 	}
-	n.Ingest, err = ingest.New(ingest.Config{
-		Store: n.Store, QueueSize: cfg.QueueSize, BatchSize: cfg.BatchSize, BatchDelay: cfg.BatchDelay,
-		Workers: cfg.Workers, MaxBodyBytes: cfg.MaxBodyBytes, MaxEnvelopeBytes: maxEnvelope,
-		OnCommit: n.onCommit, Logger: n.log, Registerer: n.reg,
-	})
-	if err != nil {
+	ic := cfg.Ingest
+	ic.Store, ic.MaxEnvelopeBytes, ic.OnCommit, ic.Logger, ic.Registerer = n.Store, maxEnvelope, n.onCommit, n.log, n.reg
+	var err error
+	if n.Ingest, err = ingest.New(ic); err != nil {
 		return err
 	}
-	n.Reads, err = ingest.NewReads(ingest.ReadsConfig{
-		Store: n.Store, BatchSize: cfg.ReadBatchSize, BatchDelay: cfg.ReadBatchDelay, Logger: n.log,
-	})
-	if err != nil {
-		return err
-	}
-	n.Reclaim, err = reclaim.New(reclaim.Config{
-		Stream: str, Pins: n.Push, ConsumerPrefix: push.ConsumerPrefix, Interval: cfg.GCInterval, OnReset: n.Push.Reset,
-		// Always, not only with webhooks configured here: another node (or
-		// this one before a restart) may deliver to an endpoint whose
-		// consumer still needs what it has not acked.
-		AlsoPrefixes: []string{webhook.ConsumerPrefix},
-		Logger:       n.log, Registerer: n.reg,
-	})
-	if err != nil {
-		return err
-	}
-	wc := cfg.Webhook
-	wc.JS, wc.Stream, wc.Store, wc.Logger, wc.Registerer = n.js, cfg.StreamName, webhookStore{n.Store}, n.log, n.reg
-	wc.Inactive = cmp.Or(wc.Inactive, cfg.StreamMaxAge)
-	if n.Webhooks, err = webhook.New(wc); err != nil {
-		return err
-	}
-	// Deliver is called only once Run subscribes, after n.API is set.
+	rc := cfg.Reads
+	rc.Store, rc.Logger = n.Store, n.log
+	n.Reads, err = ingest.NewReads(rc)
+	return err
+}
+
+// buildSignals wires the signal bus and presence; their Deliver is called
+// only once Run subscribes, after n.API is set.
+func (n *Node) buildSignals(cfg *Config) error {
+	var err error
 	n.Signals, err = signal.NewBus(signal.BusConfig{
 		Conn: n.nc, Prefix: cfg.signalPrefix(), Deliver: func(s chatd.Signal) { n.API.Signal(s) }, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
-	n.Presence, err = signal.NewPresence(signal.PresenceConfig{
-		JS: n.js, NodeID: n.nodeID, Contacts: n.Store.Contacts, ContactsAmong: n.Store.ContactsAmong, LastSeen: n.Store, Deliver: func(s chatd.Signal) { n.API.Signal(s) },
-		Bucket: cfg.presenceBucket(), Replicas: cfg.StreamReplicas,
-		TTL: cfg.PresenceTTL, Refresh: cfg.PresenceRefresh, Audience: cfg.PresenceAudience,
-		Logger: n.log, Registerer: n.reg,
-	})
-	if err != nil {
-		return err
-	}
-	n.API, err = api.New(api.Config{
-		JWTSecret:      secret,
-		JWKS:           cfg.JWKS,
-		AllowedOrigins: cfg.AllowedOrigins,
-		AdminUsers:     cfg.AdminUsers,
-		Demo:           web.Demo(),
-		SDK:            web.SDK(),
-		DevLogin:       cfg.DevLogin,
-		ReadTimeout:    cfg.HTTPReadTimeout,
-		MaxHeaderBytes: cfg.MaxHeaderBytes,
-		MaxConnections: cfg.MaxConnections,
-		Limits: api.Limits{
-			Lease: positiveOr(cfg.Lease, push.DefaultLease), MaxAttempts: positiveOr(cfg.MaxAttempts, push.DefaultMaxAttempts),
-			MaxPending:   positiveOr(cfg.MaxPending, push.DefaultMaxPending),
-			MaxBodyBytes: n.Ingest.MaxBodyBytes(), RatePerSecond: cfg.RatePerSecond, RateBurst: cfg.RateBurst,
-			Credits: cfg.Credits, PingInterval: cfg.PingInterval, IdleTimeout: cfg.IdleTimeout,
-		},
-		Chats: chatsWithBatchedReads{n.Store, n.Reads}, Ingest: n.Ingest, Delivery: n.Push, Ready: n.ready,
-		Outbox: n.outboxView, Registry: n.reg, Logger: n.log,
-		Signals: n.Signals, Presence: n.Presence, Webhooks: n.Webhooks,
-		ServiceRatePerSecond: cfg.ServiceRatePerSecond, ServiceRateBurst: cfg.ServiceRateBurst,
-	})
+	pc := cfg.Presence
+	pc.JS, pc.NodeID, pc.Contacts, pc.ContactsAmong, pc.LastSeen = n.js, n.nodeID, n.Store.Contacts, n.Store.ContactsAmong, n.Store
+	pc.Deliver = func(s chatd.Signal) { n.API.Signal(s) }
+	pc.Bucket, pc.Replicas = cfg.presenceBucket(), cfg.Stream.Replicas
+	pc.Logger, pc.Registerer = n.log, n.reg
+	n.Presence, err = signal.NewPresence(pc)
 	return err
 }
 
@@ -204,13 +207,4 @@ func (n *Node) outboxView(ctx context.Context) (any, error) {
 		v.PostgresOldestAge = time.Since(st.Oldest).Seconds()
 	}
 	return v, nil
-}
-
-// positiveOr is v, or def when v is not positive: push's rule for a zero or
-// negative setting, for the limits the API announces on its behalf.
-func positiveOr[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/signal"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
 	"strings"
 	"testing"
@@ -14,8 +17,8 @@ func TestHistoryMustOutliveTheStream(t *testing.T) {
 	checkDefaults(t, []defaultsCase{
 		{"defaults", Config{DataDir: "d"}, false},
 		{"history shorter than the stream", Config{DataDir: "d", HistoryRetention: time.Hour}, true},
-		{"history equal to the stream", Config{DataDir: "d", HistoryRetention: 2 * time.Hour, StreamMaxAge: 2 * time.Hour}, true},
-		{"history longer", Config{DataDir: "d", HistoryRetention: 3 * time.Hour, StreamMaxAge: 2 * time.Hour}, false},
+		{"history equal to the stream", Config{DataDir: "d", HistoryRetention: 2 * time.Hour, Stream: stream.Config{MaxAge: 2 * time.Hour}}, true},
+		{"history longer", Config{DataDir: "d", HistoryRetention: 3 * time.Hour, Stream: stream.Config{MaxAge: 2 * time.Hour}}, false},
 	})
 }
 
@@ -30,7 +33,7 @@ func TestHistoryKeptForeverByDefault(t *testing.T) {
 		t.Fatalf("default history retention %v, want 0 (keep forever)", cfg.HistoryRetention)
 	}
 	checkDefaults(t, []defaultsCase{
-		{"forever with a long stream", Config{DataDir: "d", StreamMaxAge: 1000 * time.Hour}, false},
+		{"forever with a long stream", Config{DataDir: "d", Stream: stream.Config{MaxAge: 1000 * time.Hour}}, false},
 		{"negative", Config{DataDir: "d", HistoryRetention: -time.Hour}, true},
 	})
 }
@@ -60,10 +63,10 @@ func checkDefaults(t *testing.T, cases []defaultsCase) {
 func TestStreamDuplicateWindowBounds(t *testing.T) {
 	checkDefaults(t, []defaultsCase{
 		{"default", Config{DataDir: "d"}, false},
-		{"30s", Config{DataDir: "d", StreamDuplicates: 30 * time.Second}, false},
-		{"under a second", Config{DataDir: "d", StreamDuplicates: 500 * time.Millisecond}, true},
-		{"longer than the max age", Config{DataDir: "d", StreamDuplicates: 3 * time.Hour, StreamMaxAge: 2 * time.Hour}, true},
-		{"equal to the max age", Config{DataDir: "d", StreamDuplicates: 2 * time.Hour, StreamMaxAge: 2 * time.Hour}, false},
+		{"30s", Config{DataDir: "d", Stream: stream.Config{Duplicates: 30 * time.Second}}, false},
+		{"under a second", Config{DataDir: "d", Stream: stream.Config{Duplicates: 500 * time.Millisecond}}, true},
+		{"longer than the max age", Config{DataDir: "d", Stream: stream.Config{Duplicates: 3 * time.Hour, MaxAge: 2 * time.Hour}}, true},
+		{"equal to the max age", Config{DataDir: "d", Stream: stream.Config{Duplicates: 2 * time.Hour, MaxAge: 2 * time.Hour}}, false},
 	})
 }
 
@@ -72,11 +75,11 @@ func TestStreamDuplicateWindowBounds(t *testing.T) {
 func TestSettleWaitBounds(t *testing.T) {
 	checkDefaults(t, []defaultsCase{
 		{"default", Config{DataDir: "d"}, false},
-		{"off", Config{DataDir: "d", SettleWait: -1}, false},
-		{"as long as the default lease", Config{DataDir: "d", SettleWait: 10 * time.Second}, true},
-		{"longer than the lease", Config{DataDir: "d", SettleWait: 2 * time.Second, Lease: time.Second}, true},
-		{"under the lease", Config{DataDir: "d", SettleWait: 500 * time.Millisecond, Lease: time.Second}, false},
-		{"external NATS", Config{DataDir: "d", NATSURL: "nats://x:4222", SettleWait: time.Hour}, false},
+		{"off", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: -1}}, false},
+		{"as long as the default lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 10 * time.Second}}, true},
+		{"longer than the lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 2 * time.Second}, Push: push.Config{Lease: time.Second}}, true},
+		{"under the lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 500 * time.Millisecond}, Push: push.Config{Lease: time.Second}}, false},
+		{"external NATS", Config{DataDir: "d", NATSURL: "nats://x:4222", Relay: stream.RelayConfig{SettleWait: time.Hour}}, false},
 	})
 }
 
@@ -98,7 +101,7 @@ func TestSettleOnlyWhereNoNodeCanJoin(t *testing.T) {
 		{"external NATS", Config{DataDir: "d", NATSURL: url}, false, false},
 		{"--settle auto", Config{DataDir: "d", Settle: SettleAuto}, true, false},
 		{"--settle off", Config{DataDir: "d", Settle: SettleOff}, false, false},
-		{"negative wait", Config{DataDir: "d", SettleWait: -1}, false, false},
+		{"negative wait", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: -1}}, false, false},
 		{"--settle sometimes", Config{DataDir: "d", Settle: "sometimes"}, false, true},
 	}
 	for _, tt := range tests {
@@ -135,7 +138,7 @@ func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{DataDir: "d", PresenceTTL: tt.ttl, PresenceRefresh: tt.refresh}
+			cfg := Config{DataDir: "d", Presence: signal.PresenceConfig{TTL: tt.ttl, Refresh: tt.refresh}}
 			err := cfg.setDefaults()
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("got %v, want error %v", err, tt.wantErr)
@@ -147,7 +150,7 @@ func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
 // A webhook needs every event in the stream: settling (which keeps events
 // every local connection acked out of it) is off whenever one is configured.
 func TestWebhookTurnsSettlingOff(t *testing.T) {
-	c := Config{DataDir: "d", SettleWait: 200 * time.Millisecond,
+	c := Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 200 * time.Millisecond},
 		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: "https://x.example/h"}}}}
 	if err := c.setDefaults(); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func mustReady(t *testing.T, n *nodetest.Node) {
 // has the duplicate window it was configured with (--stream-duplicates).
 func TestEmbeddedNATSListenerNeedsTheDataDirNkey(t *testing.T) {
 	dataDir := filepath.Join(mustTempDir(t, 0o755), "data")
-	n := nodetest.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0", StreamDuplicates: 45 * time.Second})
+	n := nodetest.Run(t, node.Config{DataDir: dataDir, NATSListen: "127.0.0.1:0", Stream: stream.Config{Duplicates: 45 * time.Second}})
 	mustReady(t, n)
 	url := n.NATS().ClientURL()
 

@@ -14,9 +14,6 @@ import (
 // chat_presence_v2 since its layout changed (presenceBucket).
 const DefaultSubjectPrefix = "chat"
 
-// DefaultStreamName is Config.StreamName's default, for flags.
-const DefaultStreamName = stream.DefaultName
-
 var (
 	// NATS subject tokens without wildcards, and JetStream names (which
 	// also become file names on the server).
@@ -24,16 +21,16 @@ var (
 	validName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// setNaming defaults and checks StreamName and SubjectPrefix.
+// setNaming defaults and checks Stream.Name and SubjectPrefix.
 func (c *Config) setNaming() error {
-	if c.StreamName == "" {
-		c.StreamName = DefaultStreamName
+	if c.Stream.Name == "" {
+		c.Stream.Name = stream.DefaultName
 	}
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = DefaultSubjectPrefix
 	}
-	if !validName.MatchString(c.StreamName) {
-		return fmt.Errorf("node: --stream-name %q: want 1-64 of [A-Za-z0-9_-]", c.StreamName)
+	if !validName.MatchString(c.Stream.Name) {
+		return fmt.Errorf("node: --stream-name %q: want 1-64 of [A-Za-z0-9_-]", c.Stream.Name)
 	}
 	if !validPrefix.MatchString(c.SubjectPrefix) || len(c.SubjectPrefix) > 48 {
 		return fmt.Errorf("node: --subject-prefix %q: want dot-separated tokens of [A-Za-z0-9_-], at most 48 bytes, no wildcards", c.SubjectPrefix)

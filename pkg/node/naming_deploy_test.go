@@ -17,7 +17,7 @@ func TestTwoDeploymentsShareOneNATS(t *testing.T) {
 	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	a := nodetest.Run(t, externalConfig(t, ns.ClientURL(), "n1"))
 	bcfg := externalConfig(t, ns.ClientURL(), "n1")
-	bcfg.StreamName, bcfg.SubjectPrefix = "ACME_OUTBOX", "acme.chat"
+	bcfg.Stream.Name, bcfg.SubjectPrefix = "ACME_OUTBOX", "acme.chat"
 	b := nodetest.Run(t, bcfg)
 
 	chatA := mustDirect(t, a.URL(), "alice", "bob")

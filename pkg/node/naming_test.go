@@ -16,7 +16,7 @@ func TestDefaultNamingIsTodays(t *testing.T) {
 	if err := c.setDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	got := []string{c.StreamName, c.streamSubjects(), c.signalPrefix(), c.presenceBucket()}
+	got := []string{c.Stream.Name, c.streamSubjects(), c.signalPrefix(), c.presenceBucket()}
 	want := []string{stream.DefaultName, stream.SubjectPrefix, signal.DefaultPrefix, signal.DefaultPresenceBucket}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v, want %v", got, want)
@@ -29,10 +29,10 @@ func TestNamingAndNATSOptionsChecked(t *testing.T) {
 		cfg  Config
 		want string // "" means valid
 	}{
-		{"prefix with dots", Config{SubjectPrefix: "acme.chat", StreamName: "ACME_OUT"}, ""},
+		{"prefix with dots", Config{SubjectPrefix: "acme.chat", Stream: stream.Config{Name: "ACME_OUT"}}, ""},
 		{"wildcard prefix", Config{SubjectPrefix: "chat.*"}, "--subject-prefix"},
 		{"empty token", Config{SubjectPrefix: "chat..x"}, "--subject-prefix"},
-		{"stream name with a dot", Config{StreamName: "A.B"}, "--stream-name"},
+		{"stream name with a dot", Config{Stream: stream.Config{Name: "A.B"}}, "--stream-name"},
 		{"two auth methods", Config{NATSURL: "nats://x", NATS: NATSOptions{User: "u", NkeyFile: "f"}}, "only one"},
 		{"password alone", Config{NATSURL: "nats://x", NATS: NATSOptions{Password: "p"}}, "--nats-password needs --nats-user"},
 		{"cert without key", Config{NATSURL: "nats://x", NATS: NATSOptions{CertFile: "c"}}, "--nats-cert and --nats-key"},

@@ -156,13 +156,12 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		}
 		dsn = pg.DSN("chatd")
 	}
-	st, err := store.Open(ctx, dsn, store.Config{
-		Logger: n.log, MinChatRetention: n.cfg.StreamMaxAge, MaxGroupMembers: n.cfg.MaxGroupMembers,
-		NodeID: n.nodeID, HighWater: n.highWater,
-		// While this node's relay leads, onCommit hands it every commit
-		// and wakes it; only another node's relay needs the notification.
-		Notify: func() bool { return n.Relay == nil || !n.Relay.Active() },
-	})
+	sc := n.cfg.Store
+	sc.Logger, sc.MinChatRetention, sc.NodeID, sc.HighWater = n.log, n.cfg.Stream.MaxAge, n.nodeID, n.highWater
+	// While this node's relay leads, onCommit hands it every commit and
+	// wakes it; only another node's relay needs the notification.
+	sc.Notify = func() bool { return n.Relay == nil || !n.Relay.Active() }
+	st, err := store.Open(ctx, dsn, sc)
 	if err != nil {
 		if n.cfg.DatabaseURL != "" {
 			return fmt.Errorf("open database: %w (is PostgreSQL up and reachable? check --database-url / CHATD_DATABASE_URL)", err)

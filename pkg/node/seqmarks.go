@@ -99,7 +99,7 @@ func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, highWaterScan)
 	defer cancel()
-	name := n.cfg.StreamName
+	name := n.cfg.Stream.Name
 	if name == "" {
 		name = stream.DefaultName
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
+	"github.com/chatd/chatd/pkg/push"
 )
 
 // readyPoller asks /readyz back to back, as an impatient load balancer
@@ -76,7 +77,7 @@ func startQuietly(t *testing.T, dataDir, run string) {
 	var logs testlog.Buffer
 	const check = 50 * time.Millisecond
 	cfg := node.Config{
-		DataDir: dataDir, Listen: "127.0.0.1:0", ConsumerCheck: check,
+		DataDir: dataDir, Listen: "127.0.0.1:0", Push: push.Config{CheckInterval: check},
 		// Debug, so /readyz's quieter "not ready" shows too.
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
