@@ -102,6 +102,9 @@ func declareStorage(f *envFlags, c *node.Config) {
 	f.String(&c.DatabaseURL, "database-url", "CHATD_DATABASE_URL", "", doc{group: groupStorage, unset: "chatd runs one",
 		short: "external PostgreSQL URL",
 		long:  "external PostgreSQL URL; empty starts a managed local PostgreSQL under the data dir"})
+	f.Int(&c.Store.MaxConns, "database-pool", "CHATD_DATABASE_POOL", store.DefaultMaxConns, doc{group: groupStorage,
+		short: "size of the PostgreSQL pool",
+		long:  "most pooled PostgreSQL connections this node opens (its LISTEN connection and the relay's and webhooks' locks take a few more); nodes sharing a database must stay, together, under its `max_connections`. Overrides a `pool_max_conns` in `--database-url`"})
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, doc{group: groupStorage, unset: "keep forever",
 		short: "delete messages older than this",
 		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned"})

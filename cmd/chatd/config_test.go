@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/pkg/store"
+
 	"go.uber.org/goleak"
 )
 
@@ -67,5 +69,31 @@ func TestDevLoginFlag(t *testing.T) {
 	t.Setenv("CHATD_DEV_LOGIN", "true")
 	if !parse() {
 		t.Error("CHATD_DEV_LOGIN=true did not turn it on")
+	}
+}
+
+// --database-pool sizes the node's PostgreSQL pool, from the flag or
+// its environment variable, and defaults to the store's own default.
+func TestDatabasePoolFlag(t *testing.T) {
+	parse := func(args ...string) int {
+		t.Helper()
+		var s settings
+		fs := flag.NewFlagSet("chatd", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := registerFlags(fs, &s)
+		if err := fs.Parse(args); err != nil || len(f.errs) > 0 {
+			t.Fatal(err, f.errs)
+		}
+		return s.node.Store.MaxConns
+	}
+	if got := parse(); got != store.DefaultMaxConns {
+		t.Errorf("default: got %d, want %d", got, store.DefaultMaxConns)
+	}
+	if got := parse("--database-pool", "40"); got != 40 {
+		t.Errorf("flag: got %d, want 40", got)
+	}
+	t.Setenv("CHATD_DATABASE_POOL", "8")
+	if got := parse(); got != 8 {
+		t.Errorf("env: got %d, want 8", got)
 	}
 }

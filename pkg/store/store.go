@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/chatd/chatd/internal/logsample"
 	"sync"
@@ -32,10 +33,10 @@ const DefaultMaxGroupMembers = 1000
 
 // Config tunes a Store. The zero value is usable.
 type Config struct {
-	// MaxConns caps the connection pool. 0 means DefaultMaxConns. The
-	// dedicated connections of ListenOutbox and a held RelayLock are not
-	// counted against it.
-	MaxConns int32
+	// MaxConns caps the connection pool (a pool_max_conns in the DSN is
+	// overridden). 0 means DefaultMaxConns. The dedicated connections of
+	// ListenOutbox and a held RelayLock are not counted against it.
+	MaxConns int
 	// MaxGroupMembers caps a group's size, checked when it is created and
 	// when a member is added (chatd.ErrTooManyMembers). 0 means
 	// DefaultMaxGroupMembers. Groups already larger keep their members.
@@ -96,7 +97,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: parse dsn: %w", err)
 	}
-	pcfg.MaxConns = cfg.MaxConns
+	pcfg.MaxConns = int32(min(cfg.MaxConns, math.MaxInt32))
 	if cfg.Tracer != nil {
 		pcfg.ConnConfig.Tracer = cfg.Tracer
 	}
