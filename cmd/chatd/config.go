@@ -37,10 +37,13 @@ type settings struct {
 
 //go:generate go test . -count=1 -run TestFlagTables -update
 
-// registerFlags declares every flag of `chatd`. To add one, add one
-// registration (its group, short --help line and long doc) to the declare
-// function below, then run `go generate ./cmd/chatd`: it rewrites the flag
-// tables in README.md and docs/architecture.md, which a test keeps equal.
+// registerFlags declares every flag of `chatd`. A flag binds straight into
+// the field of the component's Config it sets (inside node.Config), with the
+// component's exported default. To add one, give the component's Config the
+// field and its default, add one registration (its group, short --help line
+// and long doc) to the declare functions below, then run `go generate
+// ./cmd/chatd`: it rewrites the flag tables in README.md and
+// docs/architecture.md, which a test keeps equal.
 func registerFlags(fs *flag.FlagSet, s *settings) *envFlags {
 	f := &envFlags{fs: fs}
 	declareFlags(f, s)
