@@ -90,7 +90,7 @@ func declareListening(f *envFlags, c *node.Config) {
 	f.List(&c.API.AllowedOrigins, "allowed-origins", "CHATD_ALLOWED_ORIGINS", doc{group: groupListening, unset: "same-origin",
 		short: "browser Origins for /ws; * for any",
 		long:  "browser origins (comma-separated) allowed on `/ws` and answered CORS on `/api`; empty allows only same-origin and non-browser clients (no Origin); `*` allows any"})
-	f.Duration(&c.API.ReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, doc{group: groupListening,
+	f.Duration(&c.API.HTTP.ReadTimeout, "http-read-timeout", "CHATD_HTTP_READ_TIMEOUT", api.DefaultReadTimeout, doc{group: groupListening,
 		short: "time to read a whole HTTP request",
 		long:  "close a connection whose HTTP request (header and body) is not read in full within this; WebSockets are exempt once upgraded"})
 	f.Duration(&c.ShutdownDelay, "shutdown-delay", "CHATD_SHUTDOWN_DELAY", 0, doc{group: groupListening, unset: "none",
@@ -200,10 +200,10 @@ func declareIdentity(f *envFlags, c *node.Config) {
 }
 
 func declareLimits(f *envFlags, c *node.Config) {
-	f.Int(&c.API.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", 0, doc{group: groupLimits, unset: "auto",
+	f.Int(&c.API.HTTP.MaxConnections, "max-connections", "CHATD_MAX_CONNECTIONS", 0, doc{group: groupLimits, unset: "auto",
 		short: "open connections; more get 503",
 		long:  "open HTTP and WebSocket connections; one more is answered 503 and closed. 0: the open-file limit less 1,024 descriptors kept for PostgreSQL, NATS and files. At start chatd raises its soft open-file limit to the hard one and logs it"})
-	f.Int(&c.API.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
+	f.Int(&c.API.HTTP.MaxHeaderBytes, "max-header-bytes", "CHATD_MAX_HEADER_BYTES", api.DefaultMaxHeaderBytes, doc{group: groupLimits,
 		short: "request line plus headers; more get 431",
 		long:  "largest request line plus headers; larger gets 431 (each WebSocket keeps a buffer this size)"})
 	f.Int(&c.Ingest.MaxBodyBytes, "max-body-bytes", "CHATD_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, doc{group: groupLimits,
@@ -218,10 +218,10 @@ func declareLimits(f *envFlags, c *node.Config) {
 	f.Int(&c.API.Limits.RateBurst, "rate-burst", "CHATD_RATE_BURST", api.DefaultRateBurst, doc{group: groupLimits,
 		short: "burst above --rate per connection",
 		long:  "token bucket burst per connection"})
-	f.Int(&c.API.ServiceRatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
+	f.Int(&c.API.Service.RatePerSecond, "service-rate", "CHATD_SERVICE_RATE", api.DefaultServiceRatePerSecond, doc{group: groupLimits,
 		short: "--rate and REST calls/s for a service",
 		long:  "tokens per second of a service identity (`chatd token --service`, docs/integrations.md \"Bots and services\"), replacing `--rate` on each of its WebSockets and the per-user REST budget on its calls"})
-	f.Int(&c.API.ServiceRateBurst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
+	f.Int(&c.API.Service.Burst, "service-burst", "CHATD_SERVICE_BURST", api.DefaultServiceRateBurst, doc{group: groupLimits,
 		short: "burst above --service-rate",
 		long:  "token bucket burst of a service identity, per WebSocket and for its REST calls"})
 	f.Int(&c.API.Limits.Credits, "credits", "CHATD_CREDITS", api.DefaultCredits, doc{group: groupLimits,

@@ -29,9 +29,9 @@ func TestEdgeFlags(t *testing.T) {
 		t.Fatal(f.errs)
 	}
 	c := s.node
-	if c.API.ReadTimeout != 3*time.Second || c.API.MaxHeaderBytes != 8192 || c.API.MaxConnections != 7 || c.ShutdownDelay != 4*time.Second {
+	if c.API.HTTP.ReadTimeout != 3*time.Second || c.API.HTTP.MaxHeaderBytes != 8192 || c.API.HTTP.MaxConnections != 7 || c.ShutdownDelay != 4*time.Second {
 		t.Fatalf("got read timeout %v, header bytes %d, max connections %d, shutdown delay %v; want 3s, 8192, 7, 4s",
-			c.API.ReadTimeout, c.API.MaxHeaderBytes, c.API.MaxConnections, c.ShutdownDelay)
+			c.API.HTTP.ReadTimeout, c.API.HTTP.MaxHeaderBytes, c.API.HTTP.MaxConnections, c.ShutdownDelay)
 	}
 }
 
@@ -43,7 +43,7 @@ func TestReadTimeoutDefaultIsShort(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if d := s.node.API.ReadTimeout; d <= 0 || d >= 15*time.Second {
+	if d := s.node.API.HTTP.ReadTimeout; d <= 0 || d >= 15*time.Second {
 		t.Fatalf("default --http-read-timeout %v, want above 0 and under 15s", d)
 	}
 }

@@ -129,13 +129,13 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	if err != nil {
 		return err
 	}
-	if s.node.API.MaxConnections < 0 {
-		return fmt.Errorf("--max-connections %d: want 0 (from the open-file limit) or a number", s.node.API.MaxConnections)
+	if s.node.API.HTTP.MaxConnections < 0 {
+		return fmt.Errorf("--max-connections %d: want 0 (from the open-file limit) or a number", s.node.API.HTTP.MaxConnections)
 	}
-	s.node.API.MaxConnections = maxConnections(s.node.API.MaxConnections, nofile)
-	if uint64(s.node.API.MaxConnections)+fileReserve > nofile {
+	s.node.API.HTTP.MaxConnections = maxConnections(s.node.API.HTTP.MaxConnections, nofile)
+	if uint64(s.node.API.HTTP.MaxConnections)+fileReserve > nofile {
 		log.Warn("--max-connections leaves fewer than the reserve of the open-file limit for PostgreSQL, NATS and files",
-			"max_connections", s.node.API.MaxConnections, "open_file_limit", nofile, "reserve", fileReserve)
+			"max_connections", s.node.API.HTTP.MaxConnections, "open_file_limit", nofile, "reserve", fileReserve)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -146,7 +146,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 		return err
 	}
 	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(), "procs", runtime.GOMAXPROCS(0),
-		"max_connections", s.node.API.MaxConnections,
+		"max_connections", s.node.API.HTTP.MaxConnections,
 		"token", "chatd token USER --data-dir "+s.node.DataDir)
 	go func() {
 		<-ctx.Done()

@@ -31,7 +31,7 @@ type Identity struct {
 	Expires time.Time
 	// Service reports a service identity (a bot, an app backend), not a
 	// person: its token carries the service claim (see service.go). It is a
-	// member, sender and reader like a user, under Config.ServiceRatePerSecond.
+	// member, sender and reader like a user, under Config.Service.
 	Service bool
 }
 

@@ -84,12 +84,100 @@ func (c *Config) answerRoom() int {
 // shorter one can be brute-forced from a single token.
 const MinJWTSecretBytes = 16
 
-// Defaults of the HTTP edge's limits (see Config). The read timeout stays
-// well under 15 s so a silent client is dropped quickly.
+// Defaults of the HTTP edge's limits (see HTTPLimits). The read timeout
+// stays well under 15 s so a silent client is dropped quickly.
 const (
-	DefaultReadTimeout    = 10 * time.Second
-	DefaultMaxHeaderBytes = 4 << 10
-	DefaultMaxConnections = 10000
+	DefaultReadTimeout     = 10 * time.Second
+	DefaultMaxHeaderBytes  = 4 << 10
+	DefaultMaxConnections  = 10000
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// HTTPLimits bound the HTTP edge: every connection, plain or WebSocket.
+// Zero values take the defaults above.
+type HTTPLimits struct {
+	// ReadTimeout bounds reading one plain HTTP request, header and body:
+	// from accept for a connection's first request, from the first byte for
+	// a keep-alive connection's next one. A client that sends nothing or
+	// trickles its header is closed when it runs out. It does not apply to
+	// a WebSocket once upgraded (the idle reaper, Limits.IdleTimeout, is
+	// its read timeout). Zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers; larger gets 431.
+	// fasthttp reads them into a per-connection buffer that an upgraded
+	// WebSocket keeps for its life, so it costs memory per socket. Zero
+	// means DefaultMaxHeaderBytes: room for a token at VerifyToken's 2 KiB
+	// limit plus the other headers, so an oversized token is a 401, not a 431.
+	MaxHeaderBytes int
+	// MaxConnections caps the open TCP connections on the listener, plain
+	// and WebSocket alike; one more is answered 503 and closed. Keep it
+	// below the process's open-file limit. Zero means DefaultMaxConnections.
+	MaxConnections int
+	// ShutdownTimeout bounds Run's shutdown after its context ends. Zero
+	// means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+func (h *HTTPLimits) setDefaults() {
+	setDur(&h.ReadTimeout, DefaultReadTimeout)
+	setInt(&h.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&h.MaxConnections, DefaultMaxConnections)
+	setDur(&h.ShutdownTimeout, DefaultShutdownTimeout)
+}
+
+// Defaults of Config.REST, the per-user bucket of /api calls.
+const (
+	DefaultRESTRatePerSecond = 20
+	DefaultRESTBurst         = 40
+)
+
+// RateLimit is a token bucket: RatePerSecond tokens a second, up to Burst.
+// Config.REST is each user's, shared by all their /api calls (over it a
+// call gets 429 with Retry-After); Config.Service replaces it, and
+// Limits.RatePerSecond/RateBurst on each WebSocket, for service identities
+// (Identity.Service), and `hello` announces it to a service's sessions.
+// Zero values take DefaultRESTRatePerSecond and DefaultRESTBurst, or
+// DefaultServiceRatePerSecond and DefaultServiceRateBurst.
+type RateLimit struct {
+	RatePerSecond int
+	Burst         int
+}
+
+// Defaults of AbuseLimits.
+const (
+	DefaultAbuseRejects = 50
+	DefaultAbuseWindow  = 10 * time.Second
+	DefaultAbuseWait    = time.Second
+)
+
+// AbuseLimits close a connection that keeps sending refused frames, and
+// keep its user waiting before the next upgrade.
+type AbuseLimits struct {
+	// Rejects refused frames in a row (rejected with any code but
+	// overloaded, or typing dropped for the budget), all within Window,
+	// close the connection with 4008. Zero means DefaultAbuseRejects and
+	// DefaultAbuseWindow.
+	Rejects int
+	Window  time.Duration
+	// Wait is how long a user whose connection was closed for abuse (4008,
+	// 4400) waits before the next upgrade (429 until then); it doubles with
+	// each such close while the last is recent, up to a minute
+	// (ws_penalty.go). Zero means DefaultAbuseWait; negative: no wait.
+	Wait time.Duration
+}
+
+func (a *AbuseLimits) setDefaults() {
+	setInt(&a.Rejects, DefaultAbuseRejects)
+	setDur(&a.Window, DefaultAbuseWindow)
+	if a.Wait == 0 {
+		a.Wait = DefaultAbuseWait
+	}
+}
+
+// Defaults of Config's own timeouts.
+const (
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultStoreTimeout = 5 * time.Second
 )
 
 // Config configures a Server. Zero values take the documented defaults.
@@ -128,51 +216,18 @@ type Config struct {
 	// 2×MaxPending (120 with the defaults).
 	OutboundQueue int
 	// WriteTimeout bounds one socket write of queued frames (at most
-	// 32 KiB of them, or one larger frame). Zero means 10 s.
+	// 32 KiB of them, or one larger frame). Zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// StoreTimeout bounds one store call made for a request. Zero means 5 s.
+	// StoreTimeout bounds one store call made for a request. Zero means
+	// DefaultStoreTimeout.
 	StoreTimeout time.Duration
-	// RESTRatePerSecond and RESTBurst shape the per-user token bucket shared
-	// by all /api calls; over it a call gets 429 with Retry-After. Zero means
-	// 20 per second, burst 40.
-	RESTRatePerSecond int
-	RESTBurst         int
-	// ServiceRatePerSecond and ServiceRateBurst replace both buckets above
-	// (Limits.RatePerSecond/RateBurst per WebSocket, RESTRatePerSecond/
-	// RESTBurst per REST caller) for service identities (Identity.Service),
-	// and `hello` announces them to a service's sessions. Zero means
-	// DefaultServiceRatePerSecond and DefaultServiceRateBurst.
-	ServiceRatePerSecond int
-	ServiceRateBurst     int
-	// AbuseRejects refused frames in a row (rejected with any code but
-	// overloaded, or typing dropped for the budget), all within AbuseWindow,
-	// close the connection with 4008. Zero means 50 and 10 s.
-	AbuseRejects int
-	// AbuseWait is how long a user whose connection was closed for abuse
-	// (4008, 4400) waits before the next upgrade (429 until then); it
-	// doubles with each such close while the last is recent, up to a minute
-	// (ws_penalty.go). Zero: 1 s; negative: no wait.
-	AbuseWait   time.Duration
-	AbuseWindow time.Duration
-	// ReadTimeout bounds reading one plain HTTP request, header and body:
-	// from accept for a connection's first request, from the first byte for
-	// a keep-alive connection's next one. A client that sends nothing or
-	// trickles its header is closed when it runs out. It does not apply to
-	// a WebSocket once upgraded (the idle reaper, Limits.IdleTimeout, is
-	// its read timeout). Zero means 10 s.
-	ReadTimeout time.Duration
-	// MaxHeaderBytes bounds a request's line and headers; larger gets 431.
-	// fasthttp reads them into a per-connection buffer that an upgraded
-	// WebSocket keeps for its life, so it costs memory per socket. Zero
-	// means 4 KiB: room for a token at VerifyToken's 2 KiB limit plus the
-	// other headers, so an oversized token is a 401, not a 431.
-	MaxHeaderBytes int
-	// MaxConnections caps the open TCP connections on the listener, plain
-	// and WebSocket alike; one more is answered 503 and closed. Keep it
-	// below the process's open-file limit. Zero means 10000.
-	MaxConnections int
-	// ShutdownTimeout bounds Run's shutdown after its context ends. Zero means 10 s.
-	ShutdownTimeout time.Duration
+	// HTTP bounds the HTTP edge, REST the /api calls per user, Service
+	// both a service identity's WebSockets and its /api calls, Abuse a
+	// connection that keeps sending refused frames.
+	HTTP    HTTPLimits
+	REST    RateLimit
+	Service RateLimit
+	Abuse   AbuseLimits
 	// AdminUsers may call the admin endpoints (GET /api/admin/outbox);
 	// everyone else gets 403. Empty means nobody.
 	AdminUsers []string
@@ -238,21 +293,14 @@ func (c *Config) setDefaults() error {
 	// Room for every credit's answer plus twice max-pending messages: a
 	// healthy client never fills it, and it costs memory per connection.
 	setInt(&c.OutboundQueue, c.Limits.Credits+answerSlack+2*c.Limits.MaxPending)
-	setDur(&c.WriteTimeout, 10*time.Second)
-	setDur(&c.StoreTimeout, 5*time.Second)
-	setInt(&c.RESTRatePerSecond, 20)
-	setInt(&c.RESTBurst, 40)
-	setInt(&c.ServiceRatePerSecond, DefaultServiceRatePerSecond)
-	setInt(&c.ServiceRateBurst, DefaultServiceRateBurst)
-	setInt(&c.AbuseRejects, 50)
-	if c.AbuseWait == 0 {
-		c.AbuseWait = time.Second
-	}
-	setDur(&c.AbuseWindow, 10*time.Second)
-	setDur(&c.ShutdownTimeout, 10*time.Second)
-	setDur(&c.ReadTimeout, DefaultReadTimeout)
-	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	setInt(&c.MaxConnections, DefaultMaxConnections)
+	setDur(&c.WriteTimeout, DefaultWriteTimeout)
+	setDur(&c.StoreTimeout, DefaultStoreTimeout)
+	c.HTTP.setDefaults()
+	setInt(&c.REST.RatePerSecond, DefaultRESTRatePerSecond)
+	setInt(&c.REST.Burst, DefaultRESTBurst)
+	setInt(&c.Service.RatePerSecond, DefaultServiceRatePerSecond)
+	setInt(&c.Service.Burst, DefaultServiceRateBurst)
+	c.Abuse.setDefaults()
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}

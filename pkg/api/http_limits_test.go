@@ -85,7 +85,7 @@ func TestTricklingClientIsClosed(t *testing.T) {
 // A WebSocket is not a plain request: it lives past the HTTP read timeout
 // as long as it keeps talking (the idle reaper is its only read timeout).
 func TestWebSocketOutlivesReadTimeout(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.ReadTimeout = 500 * time.Millisecond })
+	e := mustEnv(t, func(c *api.Config) { c.HTTP.ReadTimeout = 500 * time.Millisecond })
 	alice, _ := e.dial(t, "alice", "")
 	chat := e.mustGroup(t, "alice", "bob")
 	deadline := time.Now().Add(2 * time.Second) // four read timeouts
@@ -102,7 +102,7 @@ func TestWebSocketOutlivesReadTimeout(t *testing.T) {
 // timeout: once upgraded, the idle reaper alone decides.
 func TestQuietWebSocketOutlivesReadTimeout(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
-		c.ReadTimeout = 300 * time.Millisecond
+		c.HTTP.ReadTimeout = 300 * time.Millisecond
 		c.Limits.PingInterval = 200 * time.Millisecond
 		c.Limits.IdleTimeout = time.Second
 	})
@@ -192,7 +192,7 @@ func TestOversizedHeaderIsRefused(t *testing.T) {
 // counted; the gauge shows the open ones.
 func TestConnectionCap(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := mustEnv(t, func(c *api.Config) { c.MaxConnections = 2; c.Registry = reg })
+	e := mustEnv(t, func(c *api.Config) { c.HTTP.MaxConnections = 2; c.Registry = reg })
 	var held []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", e.addr())

@@ -109,7 +109,7 @@ func TestEveryCallAnswersTransportLimitsAsDocumented(t *testing.T) {
 // rate 429 with Retry-After, as documented.
 func TestEveryAPICallAnswers429AsDocumented(t *testing.T) {
 	t.Parallel()
-	e := mustEnv(t, func(c *api.Config) { c.RESTRatePerSecond, c.RESTBurst, c.DevLogin = 1, 1, true })
+	e := mustEnv(t, func(c *api.Config) { c.REST.RatePerSecond, c.REST.Burst, c.DevLogin = 1, 1, true })
 	for i, c := range documentCalls(t) {
 		if !c.api && c.path != "/api/dev/login" {
 			continue

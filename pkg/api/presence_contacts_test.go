@@ -32,7 +32,7 @@ func mustPresenceEnv(t *testing.T) (*env, *signal.Presence) {
 	var p *signal.Presence
 	e := mustEnv(t, func(c *api.Config) {
 		st := c.Chats.(*store.Store)
-		c.RESTRatePerSecond, c.RESTBurst = 1000, 1000 // the test polls
+		c.REST.RatePerSecond, c.REST.Burst = 1000, 1000 // the test polls
 		p, err = signal.NewPresence(signal.PresenceConfig{
 			JS: js, NodeID: "test", Contacts: st.Contacts, ContactsAmong: st.ContactsAmong, LastSeen: st,
 			Deliver: func(s chatd.Signal) {

@@ -190,7 +190,7 @@ func TestRESTHistoryPaging(t *testing.T) {
 }
 
 func TestRESTRateLimit(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.RESTRatePerSecond, c.RESTBurst = 1, 2 })
+	e := mustEnv(t, func(c *api.Config) { c.REST.RatePerSecond, c.REST.Burst = 1, 2 })
 	e.mustCall(t, 200, "alice", "GET", "/api/chats", nil)
 	e.mustCall(t, 200, "alice", "GET", "/api/chats", nil)
 	status, out, h := e.call(t, "alice", "GET", "/api/chats", nil)

@@ -70,9 +70,9 @@ func New(cfg Config) (*Server, error) {
 		sampled:  logsample.New(log, logsample.Config{}),
 		verifier: newVerifier(cfg.JWTSecret, keys, cfg.Now),
 		metrics:  m,
-		rest:     newUserLimiter(cfg.RESTRatePerSecond, cfg.RESTBurst, cfg.Now),
+		rest:     newUserLimiter(cfg.REST.RatePerSecond, cfg.REST.Burst, cfg.Now),
 	}
-	s.serviceREST = newUserLimiter(cfg.ServiceRatePerSecond, cfg.ServiceRateBurst, cfg.Now)
+	s.serviceREST = newUserLimiter(cfg.Service.RatePerSecond, cfg.Service.Burst, cfg.Now)
 	s.static = staticFiles{}
 	if err := s.static.load(cfg.Demo, ""); err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 		ErrorHandler: s.fiberErrors,
 		BodyLimit:    max(64<<10, cfg.Limits.MaxFrameBytes),
 		// fasthttp's read buffer is the header limit (see MaxHeaderBytes).
-		ReadBufferSize: cfg.MaxHeaderBytes,
+		ReadBufferSize: cfg.HTTP.MaxHeaderBytes,
 		// fasthttp returns that buffer to its pool once a request is read
 		// unless bytes past the request are buffered. Without this, an
 		// upgraded WebSocket keeps the buffer for its whole life (the
@@ -101,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 		// fasthttp sets this deadline before reading each request and
 		// clears it when a WebSocket takes over the connection, so it
 		// bounds plain requests only.
-		ReadTimeout: cfg.ReadTimeout,
+		ReadTimeout: cfg.HTTP.ReadTimeout,
 		// A keep-alive connection waiting for its next request is closed
 		// after this; without it an idle client holds a connection (and a
 		// server goroutine) forever. WebSockets set their own deadlines.
@@ -156,7 +156,7 @@ func (s *Server) routes() {
 func (s *Server) App() *fiber.App { return s.app }
 
 // Run listens on Config.Listen and serves until ctx ends, then shuts down
-// (bounded by Config.ShutdownTimeout). It returns after the shutdown.
+// (bounded by Config.HTTP.ShutdownTimeout). It returns after the shutdown.
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
@@ -177,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); keys.run(rctx) }()
 		defer func() { stop(); <-done }()
 	}
-	ln = newLimitListener(ln, s.cfg.MaxConnections, s.cfg.ReadTimeout, s.cfg.Now, s.metrics, s.log)
+	ln = newLimitListener(ln, s.cfg.HTTP.MaxConnections, s.cfg.HTTP.ReadTimeout, s.cfg.Now, s.metrics, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {
@@ -188,7 +188,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HTTP.ShutdownTimeout)
 	defer cancel()
 	err := s.Shutdown(sctx)
 	if serr := <-errc; serr != nil && err == nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Defaults of a service identity's token buckets (Config.ServiceRate): four
+// Defaults of a service identity's token buckets (Config.Service): four
 // times a person's WebSocket budget, ten times their REST one, because one
 // bot or app backend speaks for many people.
 const (
@@ -39,12 +39,11 @@ func serviceClaim(c jwt.MapClaims, name string) (bool, error) {
 }
 
 // limitsFor is the per-connection limits of a session of id: a service's
-// token bucket is Config.ServiceRatePerSecond and ServiceRateBurst, the
-// rest as for a person.
+// token bucket is Config.Service, the rest as for a person.
 func (c *Config) limitsFor(id Identity) Limits {
 	l := c.Limits
 	if id.Service {
-		l.RatePerSecond, l.RateBurst = c.ServiceRatePerSecond, c.ServiceRateBurst
+		l.RatePerSecond, l.RateBurst = c.Service.RatePerSecond, c.Service.Burst
 	}
 	return l
 }

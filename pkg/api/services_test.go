@@ -60,7 +60,7 @@ func claimsOf(t *testing.T, tok string) map[string]any {
 func withServiceRate(perSecond, burst int) func(*api.Config) {
 	return func(c *api.Config) {
 		c.Limits.RatePerSecond, c.Limits.RateBurst = 3, 5
-		c.ServiceRatePerSecond, c.ServiceRateBurst = perSecond, burst
+		c.Service.RatePerSecond, c.Service.Burst = perSecond, burst
 	}
 }
 
@@ -191,8 +191,8 @@ func TestServiceSendsReactsReads(t *testing.T) {
 func TestServiceRateLimitSeparateFromUsers(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
 		c.Limits.RatePerSecond, c.Limits.RateBurst = 1, 2
-		c.RESTRatePerSecond, c.RESTBurst = 1, 2
-		c.ServiceRatePerSecond, c.ServiceRateBurst = 1, 30
+		c.REST.RatePerSecond, c.REST.Burst = 1, 2
+		c.Service.RatePerSecond, c.Service.Burst = 1, 30
 	})
 	chat := e.mustGroup(t, "alice", "echobot")
 	alice, _ := e.dial(t, "alice", "phone")

@@ -47,7 +47,7 @@ func newGateway(s *Server) *gateway {
 		cfg:       &s.cfg,
 		srv:       s,
 		metrics:   s.metrics,
-		penalties: penaltyBox{first: s.cfg.AbuseWait},
+		penalties: penaltyBox{first: s.cfg.Abuse.Wait},
 	}
 }
 

@@ -74,7 +74,7 @@ type abuseStreak struct {
 }
 
 func newAbuseStreak(cfg *Config) abuseStreak {
-	return abuseStreak{max: cfg.AbuseRejects, window: cfg.AbuseWindow}
+	return abuseStreak{max: cfg.Abuse.Rejects, window: cfg.Abuse.Window}
 }
 
 // refused records one refused frame and reports whether the streak reached

@@ -9,7 +9,7 @@ import (
 // frame carried out, or a refusal after the window, starts it over.
 func TestAbuseStreak(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	a := newAbuseStreak(&Config{AbuseRejects: 3, AbuseWindow: 10 * time.Second})
+	a := newAbuseStreak(&Config{Abuse: AbuseLimits{Rejects: 3, Window: 10 * time.Second}})
 	steps := []struct {
 		name    string
 		at      time.Duration
@@ -33,7 +33,7 @@ func TestAbuseStreak(t *testing.T) {
 		}
 	}
 
-	b := newAbuseStreak(&Config{AbuseRejects: 3, AbuseWindow: 10 * time.Second})
+	b := newAbuseStreak(&Config{Abuse: AbuseLimits{Rejects: 3, Window: 10 * time.Second}})
 	b.refused(t0)
 	b.refused(t0.Add(time.Second))
 	if b.refused(t0.Add(11 * time.Second)) {

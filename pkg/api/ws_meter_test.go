@@ -62,7 +62,7 @@ func (e *env) lookups() int64 { return e.store.Pool().Stat().AcquireCount() }
 // of another user is not touched by it.
 func TestWSTypingFloodIsBoundedAndClosed(t *testing.T) {
 	const chats, abuse = 2000, 50
-	e := mustEnv(t, func(c *api.Config) { c.AbuseRejects = abuse })
+	e := mustEnv(t, func(c *api.Config) { c.Abuse.Rejects = abuse })
 	chat := e.mustGroup(t, "bob", "carol")
 	bob, _ := e.dial(t, "bob", "")
 	carol, _ := e.dial(t, "carol", "")
@@ -101,7 +101,7 @@ func TestWSTypingFloodIsBoundedAndClosed(t *testing.T) {
 func TestWSTypingChargedToBudget(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
 		c.Limits.RatePerSecond, c.Limits.RateBurst = 1, 2
-		c.AbuseRejects = 3
+		c.Abuse.Rejects = 3
 	})
 	var chats []string
 	for range 5 {
@@ -149,7 +149,7 @@ func TestWSEveryFrameIsCharged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := mustEnv(t, func(c *api.Config) {
 				c.Limits.RatePerSecond, c.Limits.RateBurst = 1, 1
-				c.AbuseRejects = 3
+				c.Abuse.Rejects = 3
 			})
 			c, _ := e.dial(t, "alice", "")
 			frames := make([][]byte, n)
@@ -204,7 +204,7 @@ func TestWSAckIDsCapped(t *testing.T) {
 // a client that keeps sending what is refused is closed 4008, and one
 // frame carried out (here an accepted send) ends the streak.
 func TestWSRepeatedRejectionsClose4008(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.AbuseRejects = 3; c.AbuseWait = -1 })
+	e := mustEnv(t, func(c *api.Config) { c.Abuse.Rejects = 3; c.Abuse.Wait = -1 })
 	mine := e.mustGroup(t, "alice")
 	other := e.mustGroup(t, "carol")
 	tests := []struct {

@@ -23,7 +23,7 @@ const (
 // penaltyBox holds the users waiting after an abuse close. Safe for
 // concurrent use.
 type penaltyBox struct {
-	first time.Duration // the first wait (Config.AbuseWait); none when not above 0
+	first time.Duration // the first wait (Config.Abuse.Wait); none when not above 0
 
 	mu    sync.Mutex
 	users map[string]penalty

@@ -35,7 +35,7 @@ func (c *testClock) add(d time.Duration) {
 // with each such close; other users connect as usual meanwhile.
 func TestWSAbuseCloseMakesTheUserWait(t *testing.T) {
 	clock := &testClock{t: time.Now()}
-	e := mustEnv(t, func(c *api.Config) { c.AbuseRejects = 3; c.Now = clock.now })
+	e := mustEnv(t, func(c *api.Config) { c.Abuse.Rejects = 3; c.Now = clock.now })
 	abuse := func() {
 		c, _ := e.dial(t, "mallory", "d")
 		for i := range 3 {
@@ -74,7 +74,7 @@ func TestWSAbuseCloseMakesTheUserWait(t *testing.T) {
 // each repeat costs a unit of the budget: the flood runs out of it and is
 // closed 4008, rather than being read for free for ever.
 func TestWSRepeatedTypingFloodIsClosed(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.AbuseWait = -1 })
+	e := mustEnv(t, func(c *api.Config) { c.Abuse.Wait = -1 })
 	chat := e.mustGroup(t, "alice", "bob")
 	c, _ := e.dial(t, "alice", "d")
 	for range 3000 {

@@ -24,7 +24,7 @@ import (
 // or the client went away without a close frame.
 func TestWSSocketClosedWhenSessionEnds(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := mustEnv(t, func(c *api.Config) { c.Registry = reg; c.AbuseWait = -1 })
+	e := mustEnv(t, func(c *api.Config) { c.Registry = reg; c.Abuse.Wait = -1 })
 
 	c, _ := e.dial(t, "alice", "")
 	_ = c.conn.WriteMessage(websocket.TextMessage, []byte("not JSON"))

@@ -181,7 +181,7 @@ func TestWSRejections(t *testing.T) {
 }
 
 func TestWSProtocolViolationsClose4400(t *testing.T) {
-	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxFrameBytes = 512; c.AbuseWait = -1 })
+	e := mustEnv(t, func(c *api.Config) { c.Limits.MaxFrameBytes = 512; c.Abuse.Wait = -1 })
 	chat := e.mustGroup(t, "alice")
 	tests := []struct {
 		name string
@@ -278,7 +278,7 @@ func TestWSKeepaliveResetsIdle(t *testing.T) {
 func TestWSRateLimitThenAbuseClose4008(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
 		c.Limits.RatePerSecond, c.Limits.RateBurst = 1, 1
-		c.AbuseRejects = 3
+		c.Abuse.Rejects = 3
 	})
 	chat := e.mustGroup(t, "alice")
 	c, _ := e.dial(t, "alice", "")
