@@ -3,6 +3,7 @@ package api
 import (
 	"testing"
 
+	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // held here as it is before `hello` (no writer runs), so nothing drains.
 func TestSignalBurstLeavesRoomForAnswers(t *testing.T) {
 	p := newWritePair(t)
-	cfg := Config{Limits: Limits{}}
+	cfg := Config{Limits: Limits{MaxPending: push.DefaultMaxPending}} // as the node announces
 	cfg.Limits.setDefaults()
 	p.s.g.cfg.Limits = cfg.Limits
 	p.s.g.cfg.OutboundQueue = cfg.Limits.Credits + 2*cfg.Limits.MaxPending + 16
