@@ -241,6 +241,9 @@ type Config struct {
 	// Ready reports readiness for /readyz (PostgreSQL and NATS reachable).
 	// Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Postgres reports the PostgreSQL timeline and the last failover for
+	// /readyz's body; it must be cheap (no I/O). Nil leaves them out.
+	Postgres func() PostgresState
 	// Outbox returns the admin view of the delivery buffer, served as JSON
 	// by GET /api/admin/outbox. Nil means the endpoint answers 404.
 	Outbox func(ctx context.Context) (any, error)

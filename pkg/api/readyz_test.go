@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,4 +100,38 @@ func TestReadyzChecksOncePerTTL(t *testing.T) {
 	failing.Store(false)
 	offset.Add(int64(api.ReadyCheckTTL))
 	want("recovered", 200, 4)
+}
+
+// /readyz names the PostgreSQL timeline the node writes on and the last
+// failover it followed, so a probe's body shows a failover without a
+// metrics stack; before any failover the body has the timeline alone.
+func TestReadyzNamesPostgresFailover(t *testing.T) {
+	var state atomic.Pointer[api.PostgresState]
+	state.Store(&api.PostgresState{Timeline: 1})
+	e := mustEnv(t, func(c *api.Config) {
+		c.Ready = func(context.Context) error { return nil }
+		c.Postgres = func() api.PostgresState { return *state.Load() }
+	})
+	body := func() string {
+		t.Helper()
+		resp, err := checkedClient(t).Get(e.base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("readyz: status %d, %v", resp.StatusCode, err)
+		}
+		return string(b)
+	}
+	if got, want := body(), `{"status":"ready","postgres":{"timeline":1}}`; got != want {
+		t.Errorf("before a failover: got %s, want %s", got, want)
+	}
+	at := time.Date(2026, 12, 4, 5, 40, 0, 0, time.UTC)
+	state.Store(&api.PostgresState{Timeline: 2, LastFailover: &api.PostgresFailover{FromTimeline: 1, ToTimeline: 2, At: at}})
+	want := `{"status":"ready","postgres":{"timeline":2,"last_failover":{"from_timeline":1,"to_timeline":2,"at":"2026-12-04T05:40:00Z"}}}`
+	if got := body(); got != want {
+		t.Errorf("after a failover: got %s, want %s", got, want)
+	}
 }

@@ -34,7 +34,36 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 			return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "not ready")
 		}
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	body := readyBody{Status: "ready"}
+	if s.cfg.Postgres != nil {
+		pg := s.cfg.Postgres()
+		body.Postgres = &pg
+	}
+	return c.JSON(body)
+}
+
+// readyBody is /readyz's answer when ready.
+type readyBody struct {
+	Status   string         `json:"status"`
+	Postgres *PostgresState `json:"postgres,omitempty"`
+}
+
+// PostgresState is what /readyz says about PostgreSQL, so that a probe
+// shows a failover (docs/operations.md, "PostgreSQL failover").
+type PostgresState struct {
+	// Timeline is the WAL timeline of the primary the node writes to; it
+	// rises by one with each failover. Zero: not connected yet.
+	Timeline int64 `json:"timeline"`
+	// LastFailover is the last failover the node followed since it
+	// started; nil when none.
+	LastFailover *PostgresFailover `json:"last_failover,omitempty"`
+}
+
+// PostgresFailover is one change of timeline the node followed.
+type PostgresFailover struct {
+	FromTimeline int64     `json:"from_timeline"`
+	ToTimeline   int64     `json:"to_timeline"`
+	At           time.Time `json:"at"` // when the node first connected to the new primary
 }
 
 // readyCache runs a readiness check for many callers: a result younger than

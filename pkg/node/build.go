@@ -71,7 +71,7 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	ac.Limits.Lease, ac.Limits.MaxAttempts, ac.Limits.MaxPending = cfg.Push.Lease, cfg.Push.MaxAttempts, cfg.Push.MaxPending
 	ac.Limits.MaxBodyBytes = n.Ingest.MaxBodyBytes()
 	ac.Chats, ac.Ingest, ac.Delivery, ac.Ready = chatsWithBatchedReads{n.Store, n.Reads}, n.Ingest, n.Push, n.ready
-	ac.Outbox, ac.Registry, ac.Logger = n.outboxView, n.reg, n.log
+	ac.Postgres, ac.Outbox, ac.Registry, ac.Logger = n.postgresState, n.outboxView, n.reg, n.log
 	ac.Signals, ac.Presence, ac.Webhooks = n.Signals, n.Presence, n.Webhooks
 	n.API, err = api.New(ac)
 	return err
@@ -162,6 +162,16 @@ func (n *Node) onCommit(batch []store.Accepted) {
 	}
 	n.Relay.Offer(batch)
 	n.Relay.Wake()
+}
+
+// postgresState is /readyz's view of the PostgreSQL timeline and the last
+// failover the store followed.
+func (n *Node) postgresState() api.PostgresState {
+	st := api.PostgresState{Timeline: n.Store.Timeline()}
+	if f, ok := n.Store.LastFailover(); ok {
+		st.LastFailover = &api.PostgresFailover{FromTimeline: f.From, ToTimeline: f.To, At: f.At.UTC()}
+	}
+	return st
 }
 
 // ready reports whether PostgreSQL (with migrations applied) and NATS

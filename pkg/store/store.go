@@ -86,6 +86,8 @@ type Store struct {
 
 	tlMu sync.Mutex   // serializes failover repairs (checkTimeline)
 	tl   atomic.Int64 // the primary's timeline the pool last connected to; 0 before the first
+	// failover is the last change of tl; nil before the first.
+	failover atomic.Pointer[Failover]
 }
 
 // Open connects to the database at dsn and applies every pending migration

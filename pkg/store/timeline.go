@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -37,6 +38,22 @@ func timeline(ctx context.Context, conn *pgx.Conn) (int64, error) {
 // a graph of it shows when the database failed over.
 func (s *Store) Timeline() int64 { return s.tl.Load() }
 
+// Failover is a change of timeline the store followed: the primary it
+// wrote to was replaced by a promoted standby (or the database restored).
+type Failover struct {
+	From, To int64
+	At       time.Time // when the pool first connected on timeline To
+}
+
+// LastFailover is the last failover the store followed since Open; ok is
+// false when there was none. Safe for concurrent use.
+func (s *Store) LastFailover() (f Failover, ok bool) {
+	if p := s.failover.Load(); p != nil {
+		return *p, true
+	}
+	return Failover{}, false
+}
+
 // checkTimeline runs on every new pool connection, before the pool hands
 // it out: if the server is on another timeline than the last connection
 // saw, it raises the counters past the high water first, so no send is
@@ -54,19 +71,35 @@ func (s *Store) checkTimeline(ctx context.Context, conn *pgx.Conn) error {
 	if tl == prev {
 		return nil
 	}
-	if prev != 0 && s.highWater != nil {
+	if prev != 0 {
+		if err := s.raiseAfterFailover(ctx, conn, prev, tl); err != nil {
+			return err
+		}
+		s.failover.Store(&Failover{From: prev, To: tl, At: time.Now()})
+	}
+	s.tl.Store(tl)
+	return nil
+}
+
+// raiseAfterFailover raises the counters past the high water (when the
+// store has one) and logs the failover: one line per store, whatever the
+// number of connections that follow it, since tlMu lets one of them do it.
+func (s *Store) raiseAfterFailover(ctx context.Context, conn *pgx.Conn, prev, tl int64) error {
+	var chats, floor int64
+	if s.highWater != nil {
 		hw, err := s.highWater(ctx)
 		if err != nil {
 			return fmt.Errorf("timeline %d → %d: read the seq high water: %w", prev, tl, err)
 		}
-		chats, err := raise(ctx, conn, hw)
-		if err != nil {
+		if chats, err = raise(ctx, conn, hw); err != nil {
 			return fmt.Errorf("timeline %d → %d: %w", prev, tl, err)
 		}
-		s.log.Warn("PostgreSQL failed over (new timeline): counters raised past what was handed out before, so any lost commit shows as a gap in its chat",
-			"timeline_from", prev, "timeline", tl, "chats_raised", chats, "outbox_id_floor", hw.OutboxID)
+		floor = hw.OutboxID
 	}
-	s.tl.Store(tl)
+	// The timelines are in the message, not only in attributes, so a
+	// search for "postgres failover" shows which failover at a glance.
+	s.log.Warn(fmt.Sprintf("postgres failover: timeline %d→%d; counters raised past what was handed out before, so any lost commit shows as a gap in its chat", prev, tl),
+		"timeline_from", prev, "timeline", tl, "chats_raised", chats, "outbox_id_floor", floor)
 	return nil
 }
 
