@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ type failoverSender struct {
 	p    *peer
 	chat string
 	name string
+	gap  time.Duration // between messages; zero means 10 ms
 
 	mu       sync.Mutex
 	accepted []client.Accepted
@@ -64,7 +66,7 @@ func (s *failoverSender) run(ctx context.Context) {
 			s.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(cmp.Or(s.gap, 10*time.Millisecond))
 	}
 }
 
