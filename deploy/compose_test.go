@@ -112,6 +112,18 @@ func urlHosts(t *testing.T, list string) []string {
 	return out
 }
 
+// pgHosts are the host:port of a multi-host PostgreSQL URL, sorted.
+func pgHosts(t *testing.T, db string) []string {
+	t.Helper()
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatalf("database URL: %v", err)
+	}
+	hosts := strings.Split(u.Host, ",")
+	sort.Strings(hosts)
+	return hosts
+}
+
 func names(ss []types.ServiceConfig, port string) []string {
 	var out []string
 	for _, s := range ss {
@@ -203,8 +215,11 @@ func TestComposeChatdNodes(t *testing.T) {
 			t.Errorf("%s: NATS URLs %v, want every server %v", s.Name, got, nats)
 		}
 		db, _ := setting(s, "database-url")
-		if u, err := url.Parse(db); err != nil || u.Hostname() != "postgres" {
-			t.Errorf("%s: database URL %q: want the postgres service", s.Name, db)
+		if got, want := pgHosts(t, db), []string{"postgres-standby:5432", "postgres:5432"}; !slices.Equal(got, want) {
+			t.Errorf("%s: database URL hosts %v, want the primary and its standby %v", s.Name, got, want)
+		}
+		if u, err := url.Parse(db); err != nil || u.Query().Get("target_session_attrs") != "read-write" {
+			t.Errorf("%s: database URL %q: want target_session_attrs=read-write, so a node follows the promoted standby", s.Name, db)
 		}
 		if _, ok := argValue(s.Command, "jwt-secret"); ok {
 			t.Errorf("%s: the JWT secret is on the command line (readable in ps); use CHATD_JWT_SECRET", s.Name)
@@ -212,7 +227,7 @@ func TestComposeChatdNodes(t *testing.T) {
 		if v := s.Environment["CHATD_JWT_SECRET"]; v == nil || *v != testJWTSecret {
 			t.Errorf("%s: CHATD_JWT_SECRET is not taken from the environment", s.Name)
 		}
-		for _, dep := range append([]string{"postgres"}, "nats-1", "nats-2", "nats-3") {
+		for _, dep := range []string{"postgres", "postgres-standby", "nats-1", "nats-2", "nats-3"} {
 			if d, ok := s.DependsOn[dep]; !ok || d.Condition != types.ServiceConditionHealthy {
 				t.Errorf("%s: does not wait for %s to be healthy", s.Name, dep)
 			}
@@ -392,5 +407,47 @@ func TestComposeMonitoring(t *testing.T) {
 		if uid != "prometheus" {
 			t.Errorf("the dashboard uses datasource uid %q; the provisioned one is prometheus", uid)
 		}
+	}
+}
+
+// PostgreSQL is a primary and a synchronous streaming standby: the primary
+// waits for the standby named by synchronous_standby_names, and that is the
+// application_name the standby streams under; the standby copies the
+// primary once it is healthy.
+func TestComposePostgresSynchronousStandby(t *testing.T) {
+	p := mustCompose(t)
+	primary, ok := p.Services["postgres"]
+	if !ok {
+		t.Fatal("no postgres service")
+	}
+	standby, ok := p.Services["postgres-standby"]
+	if !ok {
+		t.Fatal("no postgres-standby service")
+	}
+	args := map[string]string{}
+	for i, a := range primary.Command {
+		if a == "-c" && i+1 < len(primary.Command) {
+			k, v, _ := strings.Cut(primary.Command[i+1], "=")
+			args[k] = v
+		}
+	}
+	if args["synchronous_commit"] != "on" || args["synchronous_standby_names"] != "postgres-standby" {
+		t.Errorf("postgres command %q: want synchronous_commit=on and synchronous_standby_names=postgres-standby", primary.Command)
+	}
+	script := strings.Join(standby.Command, " ")
+	for _, want := range []string{"pg_basebackup", " -R ", "host=postgres ", "application_name=postgres-standby"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("postgres-standby command %q: want %q in it", script, want)
+		}
+	}
+	if d, ok := standby.DependsOn["postgres"]; !ok || d.Condition != types.ServiceConditionHealthy {
+		t.Error("postgres-standby does not wait for the primary to be healthy before its base backup")
+	}
+	if len(standby.Volumes) != 1 || standby.Volumes[0].Source != "postgres-standby" {
+		t.Errorf("postgres-standby volumes %+v: want a volume of its own", standby.Volumes)
+	}
+	repl, ok := p.Configs["postgres-replication"]
+	if !ok || !strings.Contains(repl.Content, "host replication chatd") {
+		t.Errorf("config postgres-replication %+v: want a pg_hba line letting chatd replicate", repl)
 	}
 }
