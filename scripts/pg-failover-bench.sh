@@ -55,6 +55,8 @@ chmod 755 "$dir" # the PostgreSQL servers run as the postgres user
 declare -A npid
 pids=() # chatd and chatload
 cleanup() {
+	local rc=$?
+	set +e # a server that already exited must not stop the cleanup
 	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	for i in 1 2 3; do
@@ -67,6 +69,7 @@ cleanup() {
 		mkdir -p "$OUT" && cp "$dir"/*.json "$dir"/*.out "$dir"/*.err "$dir"/*.log "$OUT"/ 2>/dev/null || true
 	fi
 	if [ "${KEEP:-}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+	exit "$rc"
 }
 trap cleanup EXIT
 
@@ -195,6 +198,7 @@ echo "pg_ctl promote at load t=$(minus "$promote" "$t0") s ($(minus "$promote" "
 
 rc=0
 wait "$load" || rc=$?
+echo "chatload exited $rc"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -v '^ *[0-9]*s ' "$dir/chatload.out"
 [ -s "$dir/chatload.err" ] && { echo "--- chatload stderr (last 20 lines)"; tail -20 "$dir/chatload.err"; }
