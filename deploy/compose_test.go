@@ -410,10 +410,11 @@ func TestComposeMonitoring(t *testing.T) {
 	}
 }
 
-// PostgreSQL is a primary and a synchronous streaming standby: the primary
-// waits for the standby named by synchronous_standby_names, and that is the
+// PostgreSQL is a primary and a synchronous streaming standby: the
+// primary's first-start script makes commits wait for the standby by the
 // application_name the standby streams under; the standby copies the
-// primary once it is healthy.
+// primary once it is healthy and clears the copied synchronous_standby_names,
+// so that once promoted it does not wait for a standby of its own.
 func TestComposePostgresSynchronousStandby(t *testing.T) {
 	p := mustCompose(t)
 	primary, ok := p.Services["postgres"]
@@ -424,18 +425,24 @@ func TestComposePostgresSynchronousStandby(t *testing.T) {
 	if !ok {
 		t.Fatal("no postgres-standby service")
 	}
-	args := map[string]string{}
-	for i, a := range primary.Command {
-		if a == "-c" && i+1 < len(primary.Command) {
-			k, v, _ := strings.Cut(primary.Command[i+1], "=")
-			args[k] = v
+	repl, ok := p.Configs["postgres-replication"]
+	if !ok {
+		t.Fatal("no postgres-replication config")
+	}
+	for _, want := range []string{"host replication chatd", "synchronous_commit = 'on'", "synchronous_standby_names = 'standby'"} {
+		if !strings.Contains(repl.Content, want) {
+			t.Errorf("config postgres-replication %q: want %q in it", repl.Content, want)
 		}
 	}
-	if args["synchronous_commit"] != "on" || args["synchronous_standby_names"] != "postgres-standby" {
-		t.Errorf("postgres command %q: want synchronous_commit=on and synchronous_standby_names=postgres-standby", primary.Command)
+	mounted := false
+	for _, c := range primary.Configs {
+		mounted = mounted || c.Source == "postgres-replication" && strings.HasPrefix(c.Target, "/docker-entrypoint-initdb.d/")
+	}
+	if !mounted {
+		t.Errorf("postgres configs %+v: want postgres-replication in /docker-entrypoint-initdb.d", primary.Configs)
 	}
 	script := strings.Join(standby.Command, " ")
-	for _, want := range []string{"pg_basebackup", " -R ", "host=postgres ", "application_name=postgres-standby"} {
+	for _, want := range []string{"pg_basebackup", " -R ", "host=postgres ", "application_name=standby", "-c synchronous_standby_names="} {
 		if !strings.Contains(script, want) {
 			t.Errorf("postgres-standby command %q: want %q in it", script, want)
 		}
@@ -445,9 +452,5 @@ func TestComposePostgresSynchronousStandby(t *testing.T) {
 	}
 	if len(standby.Volumes) != 1 || standby.Volumes[0].Source != "postgres-standby" {
 		t.Errorf("postgres-standby volumes %+v: want a volume of its own", standby.Volumes)
-	}
-	repl, ok := p.Configs["postgres-replication"]
-	if !ok || !strings.Contains(repl.Content, "host replication chatd") {
-		t.Errorf("config postgres-replication %+v: want a pg_hba line letting chatd replicate", repl)
 	}
 }
