@@ -85,21 +85,23 @@ func (s *Store) checkTimeline(ctx context.Context, conn *pgx.Conn) error {
 // store has one) and logs the failover: one line per store, whatever the
 // number of connections that follow it, since tlMu lets one of them do it.
 func (s *Store) raiseAfterFailover(ctx context.Context, conn *pgx.Conn, prev, tl int64) error {
-	var chats, floor int64
-	if s.highWater != nil {
-		hw, err := s.highWater(ctx)
-		if err != nil {
-			return fmt.Errorf("timeline %d → %d: read the seq high water: %w", prev, tl, err)
-		}
-		if chats, err = raise(ctx, conn, hw); err != nil {
-			return fmt.Errorf("timeline %d → %d: %w", prev, tl, err)
-		}
-		floor = hw.OutboxID
-	}
 	// The timelines are in the message, not only in attributes, so a
 	// search for "postgres failover" shows which failover at a glance.
-	s.log.Warn(fmt.Sprintf("postgres failover: timeline %d→%d; counters raised past what was handed out before, so any lost commit shows as a gap in its chat", prev, tl),
-		"timeline_from", prev, "timeline", tl, "chats_raised", chats, "outbox_id_floor", floor)
+	msg := fmt.Sprintf("postgres failover: timeline %d→%d", prev, tl)
+	if s.highWater == nil {
+		s.log.Warn(msg, "timeline_from", prev, "timeline", tl)
+		return nil
+	}
+	hw, err := s.highWater(ctx)
+	if err != nil {
+		return fmt.Errorf("timeline %d → %d: read the seq high water: %w", prev, tl, err)
+	}
+	chats, err := raise(ctx, conn, hw)
+	if err != nil {
+		return fmt.Errorf("timeline %d → %d: %w", prev, tl, err)
+	}
+	s.log.Warn(msg+"; counters raised past what was handed out before, so any lost commit shows as a gap in its chat",
+		"timeline_from", prev, "timeline", tl, "chats_raised", chats, "outbox_id_floor", hw.OutboxID)
 	return nil
 }
 
