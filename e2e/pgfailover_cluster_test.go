@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpgha"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
@@ -86,7 +87,7 @@ func TestPostgresFailoverCluster(t *testing.T) {
 	})
 	t.Cleanup(func() { stop(); wg.Wait() })
 	all(func(s *failoverSender) {
-		eventually(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 10 })
+		testwait.For(t, 20*time.Second, "sends before the loss", func() bool { return s.count() >= 10 })
 	})
 
 	timeline := nodes[0].metric(t, "chatd_postgres_timeline")
@@ -109,7 +110,7 @@ func TestPostgresFailoverCluster(t *testing.T) {
 	counts := map[*failoverSender]int{}
 	all(func(s *failoverSender) { counts[s] = s.count() })
 	all(func(s *failoverSender) {
-		eventually(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= counts[s]+10 })
+		testwait.For(t, 30*time.Second, "sends after the promotion", func() bool { return s.count() >= counts[s]+10 })
 	})
 	stop()
 	wg.Wait()
@@ -165,9 +166,9 @@ func TestPostgresFailoverCluster(t *testing.T) {
 		total, pairs, refused, others)
 
 	// The relay and reclaim resumed on the cluster.
-	eventually(t, 20*time.Second, "outbox drained on the new primary", func() bool { return nodes[0].outboxDepth(t) == 0 })
-	eventually(t, 20*time.Second, "one relay leads", func() bool { return sumMetric(t, nodes, "chatd_relay_active") == 1 })
-	eventually(t, 20*time.Second, "reclaim purges the stream again", func() bool {
+	testwait.For(t, 20*time.Second, "outbox drained on the new primary", func() bool { return nodes[0].outboxDepth(t) == 0 })
+	testwait.For(t, 20*time.Second, "one relay leads", func() bool { return sumMetric(t, nodes, "chatd_relay_active") == 1 })
+	testwait.For(t, 20*time.Second, "reclaim purges the stream again", func() bool {
 		return sumMetric(t, nodes, "chatd_reclaim_purged_total") > purged
 	})
 
@@ -178,7 +179,7 @@ func TestPostgresFailoverCluster(t *testing.T) {
 			t.Errorf("node %s: chatd_postgres_timeline %v after one failover, want %v", rn.NodeID(), got, timeline+1)
 		}
 		var pg api.PostgresState
-		eventually(t, 10*time.Second, "/readyz names the failover", func() bool {
+		testwait.For(t, 10*time.Second, "/readyz names the failover", func() bool {
 			pg = readyPostgres(t, rn)
 			return pg.Timeline == int64(timeline)+1
 		})
