@@ -20,6 +20,8 @@ import (
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/jackc/pgx/v5"
 )
@@ -43,7 +45,7 @@ func TestPostgresFailoverCluster(t *testing.T) {
 	)
 	pair := testpgha.Start(t, testpgha.Config{Sync: true})
 	nc := testnats.StartCluster(t, 3)
-	base := node.Config{StreamReplicas: 3, GCInterval: 500 * time.Millisecond}
+	base := node.Config{Stream: stream.Config{Replicas: 3}, Reclaim: reclaim.Config{Interval: 500 * time.Millisecond}}
 	var nodes []*runningNode
 	var logs []*testlog.Buffer
 	for i := range 3 {
