@@ -255,9 +255,7 @@ func (s *session) run() {
 	// hello is written here while this goroutine holds the writer role
 	// (outQueue starts taken), so it is the first frame even if push
 	// delivered while Attach returned.
-	limits := s.g.cfg.limitsFor(s.id)
-	hello := wire.AppendHello(nil, s.id.User, s.id.Device, limits.announced())
-	if err := s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, deadline(s.g.cfg.WriteTimeout)); err != nil {
+	if err := s.writeHello(); err != nil {
 		s.closeWith(closeNone, "")
 		return
 	}
@@ -274,6 +272,17 @@ func (s *session) run() {
 		s.reads.wait()
 	}()
 	s.readLoop()
+}
+
+// writeHello writes the `hello` frame. It is a function of its own so that
+// its locals (the limits, the frame) are not part of run's stack frame,
+// which stays at the bottom of every session goroutine's stack while it
+// reads: a larger frame there pushes the deepest read paths past the
+// goroutine's initial stack, which then doubles for every connection.
+func (s *session) writeHello() error {
+	limits := s.g.cfg.limitsFor(s.id)
+	hello := wire.AppendHello(nil, s.id.User, s.id.Device, limits.announced())
+	return s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, deadline(s.g.cfg.WriteTimeout))
 }
 
 // enqueue queues f for the writer, starting one if none runs.
