@@ -87,42 +87,12 @@ func (s *Server) adminDirectChat(c *fiber.Ctx) error {
 // adminAddMember: POST /api/admin/chats/:id/members {"user":"dave"} → 200
 // with the chat; a direct chat refuses with 409, as for members.
 func (s *Server) adminAddMember(c *fiber.Ctx) error {
-	id, err := chatParam(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	var req directChatRequest
-	if err := decodeBody(c, &req); err != nil {
-		return s.fail(c, err)
-	}
-	if !chatd.ValidUserID(req.User) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", req.User, chatd.ErrInvalid))
-	}
-	ctx, cancel := s.storeCtx(c)
-	defer cancel()
-	chat, err := s.cfg.Chats.AdminAddMember(ctx, id, req.User)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return c.JSON(chatJSON(chat))
+	return s.changeMembers(c, s.cfg.Chats.AdminAddMember)
 }
 
 // adminRemoveMember: DELETE /api/admin/chats/:id/members/:user → 204.
 func (s *Server) adminRemoveMember(c *fiber.Ctx) error {
-	id, err := chatParam(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	user := c.Params("user")
-	if !chatd.ValidUserID(user) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", user, chatd.ErrInvalid))
-	}
-	ctx, cancel := s.storeCtx(c)
-	defer cancel()
-	if err := s.cfg.Chats.AdminRemoveMember(ctx, id, user); err != nil {
-		return s.fail(c, err)
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return s.dropMember(c, s.cfg.Chats.AdminRemoveMember)
 }
 
 // adminSystemMessage: POST /api/admin/chats/:id/messages {"cid","body","meta"}
@@ -131,17 +101,5 @@ func (s *Server) adminRemoveMember(c *fiber.Ctx) error {
 // otherwise, through ingest like every send, so it takes the chat's next
 // seq, is delivered live and kept in history (G1–G3).
 func (s *Server) adminSystemMessage(c *fiber.Ctx) error {
-	id, err := chatParam(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	var req postMessageRequest
-	if err := decodeBody(c, &req); err != nil {
-		return s.fail(c, err)
-	}
-	if !chatd.ValidCID(req.CID) {
-		return s.fail(c, fmt.Errorf("cid must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxCIDLen, chatd.ErrInvalid))
-	}
-	who := identity(c)
-	return s.submit(c, chatd.SendRequest{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta, System: true})
+	return s.postMessageAs(c, true)
 }

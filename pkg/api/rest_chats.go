@@ -147,6 +147,23 @@ func (s *Server) listChats(c *fiber.Ctx) error {
 // addMember: POST /api/chats/:id/members → 200 with the chat; members only,
 // direct chats refuse with 409 (the store decides both under the chat lock).
 func (s *Server) addMember(c *fiber.Ctx) error {
+	by := identity(c).User
+	return s.changeMembers(c, func(ctx context.Context, chat, user string) (chatd.Chat, error) {
+		return s.cfg.Chats.AddMember(ctx, chat, by, user)
+	})
+}
+
+// removeMember: DELETE /api/chats/:id/members/:user → 204; members only.
+func (s *Server) removeMember(c *fiber.Ctx) error {
+	by := identity(c).User
+	return s.dropMember(c, func(ctx context.Context, chat, user string) error {
+		return s.cfg.Chats.RemoveMember(ctx, chat, by, user)
+	})
+}
+
+// changeMembers answers a member addition, {"user":"dave"} in the body, with
+// the chat add returns; who may add is add's decision.
+func (s *Server) changeMembers(c *fiber.Ctx, add func(ctx context.Context, chat, user string) (chatd.Chat, error)) error {
 	id, err := chatParam(c)
 	if err != nil {
 		return s.fail(c, err)
@@ -160,15 +177,16 @@ func (s *Server) addMember(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	chat, err := s.cfg.Chats.AddMember(ctx, id, identity(c).User, req.User)
+	chat, err := add(ctx, id, req.User)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	return c.JSON(chatJSON(chat))
 }
 
-// removeMember: DELETE /api/chats/:id/members/:user → 204; members only.
-func (s *Server) removeMember(c *fiber.Ctx) error {
+// dropMember answers a member removal (the user in the path) with 204; who
+// may remove is remove's decision.
+func (s *Server) dropMember(c *fiber.Ctx, remove func(ctx context.Context, chat, user string) error) error {
 	id, err := chatParam(c)
 	if err != nil {
 		return s.fail(c, err)
@@ -179,7 +197,7 @@ func (s *Server) removeMember(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	if err := s.cfg.Chats.RemoveMember(ctx, id, identity(c).User, user); err != nil {
+	if err := remove(ctx, id, user); err != nil {
 		return s.fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -174,6 +174,12 @@ type postMessageResponse struct {
 // idempotency on (sender, cid) and membership (checked in the committing
 // transaction) are the same on both paths.
 func (s *Server) postMessage(c *fiber.Ctx) error {
+	return s.postMessageAs(c, false)
+}
+
+// postMessageAs submits the body's message from the caller; system marks an
+// admin's message into a chat the caller need not be a member of.
+func (s *Server) postMessageAs(c *fiber.Ctx, system bool) error {
 	id, err := chatParam(c)
 	if err != nil {
 		return s.fail(c, err)
@@ -186,7 +192,7 @@ func (s *Server) postMessage(c *fiber.Ctx) error {
 		return s.fail(c, fmt.Errorf("cid must be 1-%d chars of [A-Za-z0-9_-]: %w", chatd.MaxCIDLen, chatd.ErrInvalid))
 	}
 	who := identity(c)
-	return s.submit(c, chatd.SendRequest{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta})
+	return s.submit(c, chatd.SendRequest{Chat: id, From: who.User, Device: who.Device, CID: req.CID, Body: req.Body, Meta: req.Meta, System: system})
 }
 
 // submit sends req through ingest and answers like POST …/messages: 201
