@@ -23,6 +23,7 @@ import (
 // mode (its own PostgreSQL and NATS under the data dir).
 type chatdProc struct {
 	bin, dataDir, addr string
+	args               []string // flags added to every start
 	cmd                *exec.Cmd
 	out                *testlog.Buffer
 }
@@ -67,8 +68,9 @@ func freeAddr(t *testing.T) string {
 func (p *chatdProc) start(t *testing.T) {
 	t.Helper()
 	p.out = &testlog.Buffer{}
-	p.cmd = exec.Command(p.bin, "--data-dir", p.dataDir, "--listen", p.addr,
-		"--jwt-secret", testSecret, "--log-level", "warn")
+	args := append([]string{"--data-dir", p.dataDir, "--listen", p.addr,
+		"--jwt-secret", testSecret, "--log-level", "warn"}, p.args...)
+	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if os.Getenv(logEnv) != "" {
 		p.cmd.Stdout, p.cmd.Stderr = os.Stderr, os.Stderr
