@@ -215,7 +215,9 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 
 	pgDir := filepath.Join(p.dataDir, "pg")
 	testwait.For(t, 10*time.Second, "no postgres outlives chatd", func() bool { return len(processesMentioning(pgDir)) == 0 })
+	killed := time.Now()
 	p.start(t)
+	restarted := time.Now()
 	wg.Wait()
 	accepted := map[string]client.Accepted{}
 	for i, accs := range sent {
@@ -227,6 +229,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	testwait.For(t, 20*time.Second, "every accepted message reaches the endpoint", func() bool { return recv.distinct(t) >= total })
+	caughtUp := time.Since(restarted)
 
 	copies, _ := recv.snapshot()
 	firstID := map[string]string{} // event id → webhook-id of its first copy
@@ -266,6 +269,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("accepted message %s (seq %d) never reached the endpoint", id, a.Seq)
 		}
 	}
-	t.Logf("%d events, %d copies received, %d duplicates (same webhook-id); at the kill %d events had arrived, %d posts in flight; %d resends by the sender; %v",
-		len(firstID), len(copies), dups, distinctAtKill, inFlight, alice.c.Stats().Resends, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d events, %d copies received, %d duplicates (same webhook-id); at the kill %d events had arrived, %d posts in flight; %d resends by the sender; restart %v, then all delivered in %v; test %v",
+		len(firstID), len(copies), dups, distinctAtKill, inFlight, alice.c.Stats().Resends,
+		restarted.Sub(killed).Round(time.Millisecond), caughtUp.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
