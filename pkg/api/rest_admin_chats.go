@@ -33,22 +33,11 @@ func (s *Server) adminCreateChat(c *fiber.Ctx) error {
 	if len(req.Members) == 0 {
 		return s.fail(c, fmt.Errorf("members: list at least one user: %w", chatd.ErrInvalid))
 	}
-	if err := chatd.CheckTitle(req.Title); err != nil {
+	if err := req.check(); err != nil {
 		return s.fail(c, err)
 	}
-	for _, m := range req.Members {
-		if !chatd.ValidUserID(m) {
-			return s.fail(c, fmt.Errorf("member %.80q is not a user id: %w", m, chatd.ErrInvalid))
-		}
-	}
-	ctx, cancel := s.storeCtx(c)
-	defer cancel()
 	// The store's creator is only the first member: the set is deduplicated.
-	chat, err := s.cfg.Chats.CreateGroupChat(ctx, req.Members[0], req.Title, req.Members[1:])
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return c.Status(fiber.StatusCreated).JSON(chatJSON(chat))
+	return s.createGroup(c, req.Members[0], req.Title, req.Members[1:])
 }
 
 type adminDirectRequest struct {

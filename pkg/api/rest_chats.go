@@ -59,23 +59,36 @@ type createChatRequest struct {
 	Title   string   `json:"title"`
 }
 
+// check refuses a title or a member id that cannot be stored.
+func (r createChatRequest) check() error {
+	if err := chatd.CheckTitle(r.Title); err != nil {
+		return err
+	}
+	for _, m := range r.Members {
+		if !chatd.ValidUserID(m) {
+			return fmt.Errorf("member %.80q is not a user id: %w", m, chatd.ErrInvalid)
+		}
+	}
+	return nil
+}
+
 // createChat: POST /api/chats → 201 with the group chat; the caller is a member.
 func (s *Server) createChat(c *fiber.Ctx) error {
 	var req createChatRequest
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := chatd.CheckTitle(req.Title); err != nil {
+	if err := req.check(); err != nil {
 		return s.fail(c, err)
 	}
-	for _, m := range req.Members {
-		if !chatd.ValidUserID(m) {
-			return s.fail(c, fmt.Errorf("member %.80q is not a user id: %w", m, chatd.ErrInvalid))
-		}
-	}
+	return s.createGroup(c, identity(c).User, req.Title, req.Members)
+}
+
+// createGroup stores a group of creator and others and answers 201 with it.
+func (s *Server) createGroup(c *fiber.Ctx, creator, title string, others []string) error {
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	chat, err := s.cfg.Chats.CreateGroupChat(ctx, identity(c).User, req.Title, req.Members)
+	chat, err := s.cfg.Chats.CreateGroupChat(ctx, creator, title, others)
 	if err != nil {
 		return s.fail(c, err)
 	}
