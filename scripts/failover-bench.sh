@@ -27,6 +27,8 @@
 # --warmup 5s; flags after "--" are appended (a repeated flag wins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/benchlib.sh
+. scripts/benchlib.sh
 [ "${1:-}" = "--" ] && shift
 
 kill_at=${KILL_AT:-20}
@@ -34,14 +36,7 @@ down_for=${DOWN_FOR:-20}
 port=${BENCH_PORT:-18190}
 nbase=${NATS_PORT:-24310}
 secret=failover-bench-secret
-nats_bin=${NATS_SERVER:-$(command -v nats-server || echo "$(go env GOPATH)/bin/nats-server")}
-[ -x "$nats_bin" ] || {
-	echo "no nats-server: go install github.com/nats-io/nats-server/v2@$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)" >&2
-	exit 2
-}
-want=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
-have=$("$nats_bin" --version | awk '{print $NF}')
-[ "$have" = "$want" ] || echo "warning: $nats_bin is $have, go.mod has $want" >&2
+find_nats_server
 
 make -s build
 echo "machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -62,8 +57,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
-minus() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; printf "%.2f", d }'; }
 routes="nats://127.0.0.1:$((nbase + 11)),nats://127.0.0.1:$((nbase + 12)),nats://127.0.0.1:$((nbase + 13))"
 nats_urls="nats://127.0.0.1:$((nbase + 1)),nats://127.0.0.1:$((nbase + 2)),nats://127.0.0.1:$((nbase + 3))"
 start_nats() { # $1: 1..3; same store and ports on a restart

@@ -33,19 +33,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/cluster-pglib.sh
 . scripts/cluster-pglib.sh
+# shellcheck source=scripts/benchlib.sh
+. scripts/benchlib.sh
 [ "${1:-}" = "--" ] && shift
 
 kill_at=${KILL_AT:-30}
 promote_at=${PROMOTE_AT:-35}
 secret=pg-failover-bench-secret
-nats_bin=${NATS_SERVER:-$(command -v nats-server || echo "$(go env GOPATH)/bin/nats-server")}
-[ -x "$nats_bin" ] || {
-	echo "no nats-server: go install github.com/nats-io/nats-server/v2@$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)" >&2
-	exit 2
-}
-want=$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
-have=$("$nats_bin" --version | awk '{print $NF}')
-[ "$have" = "$want" ] || echo "warning: $nats_bin is $have, go.mod has $want" >&2
+find_nats_server
 bindir=$(pg_bindir)
 
 make -s build
@@ -73,8 +68,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
-minus() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; printf "%.2f", d }'; }
 # free_port sets variable $1 to a loopback TCP port nothing listens on and
 # this run has not taken yet, below the kernel's ephemeral range so that no
 # outgoing connection takes it before its server binds (another process
