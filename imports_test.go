@@ -31,11 +31,13 @@ var allowedImports = map[string][]string{
 	"pkg/wire":    {"", "pkg/codec", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types and their JSON only
 	"pkg/api":     {"", "pkg/wire", "pkg/push", "internal/logsample", "internal/idle"},
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
-	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "web"},
+	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
 	"pkg/webhook": {"", "pkg/codec", "internal/logsample"},
+	// Offline notifications from the stream, published for the webhooks; the store through its own interface.
+	"pkg/notify": {"", "pkg/codec", "internal/logsample"},
 	// cmd/chatd binds flags into the components' configs, with their defaults.
-	"cmd/chatd":    {"", "pkg/api", "pkg/ingest", "pkg/node", "pkg/push", "pkg/reclaim", "pkg/signal", "pkg/store", "pkg/stream", "pkg/webhook"},
+	"cmd/chatd":    {"", "pkg/api", "pkg/ingest", "pkg/node", "pkg/push", "pkg/reclaim", "pkg/signal", "pkg/store", "pkg/stream", "pkg/webhook", "pkg/notify"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
 	// Examples use what an application outside the repository could.
 	"examples/bot": {"", "pkg/client"},

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/signal"
@@ -283,7 +285,7 @@ func declareWebhooks(f *envFlags, s *settings) {
 		short: "whsec_ signing key; set by env",
 		long:  "`whsec_` and the base64 of the key that signs webhook requests (`whsec_$(openssl rand -base64 32)`); set it in the environment: a flag is visible in the process list"})
 	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, doc{group: groupWebhooks,
-		short: "posts of an event before it is set aside",
+		short: "posts before an event is set aside",
 		long:  "posts of one event before it is set aside as a dead letter (`GET /api/admin/webhooks/failed`); the backoff doubles from 1 s to 1 min between them"})
 	f.Duration(&c.Webhook.Timeout, "webhook-timeout", "CHATD_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, doc{group: groupWebhooks,
 		short: "longest a webhook post may take",
@@ -291,6 +293,12 @@ func declareWebhooks(f *envFlags, s *settings) {
 	f.Int(&c.Webhook.Workers, "webhook-workers", "CHATD_WEBHOOK_WORKERS", webhook.DefaultWorkers, doc{group: groupWebhooks,
 		short: "chats posted to each endpoint at once",
 		long:  "chats posted to each endpoint at once; each chat's events stay in order"})
+	f.Duration(&c.Notify.After, "notify-after", "CHATD_NOTIFY_AFTER", notify.DefaultAfter, doc{group: groupWebhooks,
+		short: "window before notifying; 0: off",
+		long:  "a member who neither acked nor read a message this long after it was accepted gets a `notify` event on the webhooks that take it, one per chat for every message of that window (docs/integrations.md \"Offline notifications\"); 0 turns notifications off"})
+	f.String(&c.Notify.Preview, "notify-preview", "CHATD_NOTIFY_PREVIEW", notify.DefaultPreview, doc{group: groupWebhooks,
+		short: "none, sender or text",
+		long:  "what a `notify` event tells of the message: `none`, `sender` (who sent it) or `text` (the sender and the first 140 characters)"})
 }
 
 func declareCluster(f *envFlags, c *node.Config) {
@@ -337,6 +345,9 @@ func finishSettings(fs *flag.FlagSet, f *envFlags, s *settings) error {
 		if fromFile, err = webhooksFromFile(s.configFile); err != nil {
 			return err
 		}
+	}
+	if err := notify.CheckPreview(s.node.Notify.Preview); err != nil {
+		return fmt.Errorf("--notify-preview (CHATD_NOTIFY_PREVIEW): %w", err)
 	}
 	return setWebhooks(s, fromFile)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/signal"
@@ -41,6 +42,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	} else {
 		n.log.Info("settling off: every message goes to the delivery stream", "because", off)
 	}
+	if err := n.buildNotify(ctx, cfg); err != nil {
+		return err
+	}
 	if err := n.buildDelivery(cfg, off == ""); err != nil {
 		return err
 	}
@@ -60,6 +64,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	wc := cfg.Webhook
 	wc.JS, wc.Stream, wc.Store, wc.Logger, wc.Registerer = n.js, cfg.Stream.Name, webhookStore{n.Store}, n.log, n.reg
 	wc.Inactive = cmp.Or(wc.Inactive, cfg.Stream.MaxAge)
+	if n.Notifier != nil {
+		wc.NotifyStream = cfg.notifyStream()
+	}
 	if n.Webhooks, err = webhook.New(wc); err != nil {
 		return err
 	}
@@ -77,6 +84,22 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	return err
 }
 
+// buildNotify makes the notifier, its recorder and its stream when
+// offline notifications are on.
+func (n *Node) buildNotify(ctx context.Context, cfg *Config) error {
+	if !cfg.notifyOn() {
+		return nil
+	}
+	nc := cfg.Notify
+	nc.JS, nc.Stream, nc.Out, nc.SubjectPrefix = n.js, cfg.Stream.Name, cfg.notifyStream(), cfg.notifySubjects()
+	nc.Replicas, nc.Store, nc.Logger, nc.Registerer = cfg.Stream.Replicas, notifyStore{n.Store}, n.log, n.reg
+	var err error
+	if n.Notifier, n.Recorder, err = notify.New(nc); err != nil {
+		return err
+	}
+	return n.Notifier.EnsureStream(ctx)
+}
+
 // buildDelivery wires push and the relay: settle says whether the node
 // keeps messages its connections all acked out of the stream.
 func (n *Node) buildDelivery(cfg *Config, settle bool) error {
@@ -85,6 +108,9 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
 	pc.Seen = func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) }
 	pc.Logger, pc.Registerer = n.log, n.reg
+	if n.Recorder != nil {
+		pc.Acked = n.Recorder.Acked
+	}
 	var err error
 	if n.Push, err = push.New(pc); err != nil {
 		return err

@@ -10,10 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/signal"
@@ -114,8 +117,26 @@ type Config struct {
 	// Inactive (the stream's max age, when zero). No endpoints: nothing is
 	// delivered and the accept path does no work for webhooks.
 	Webhook webhook.Config
+	// Notify configures offline notifications (docs/integrations.md): on
+	// while After is positive and an endpoint takes notify events; the
+	// node fills in the rest.
+	Notify notify.Config
 
 	Logger *slog.Logger
+}
+
+// notifyOn reports whether offline notifications are on: a window is set
+// and some endpoint takes them.
+func (c *Config) notifyOn() bool {
+	if c.Notify.After <= 0 {
+		return false
+	}
+	for _, e := range c.Webhook.Endpoints {
+		if len(e.Kinds) == 0 || slices.Contains(e.Kinds, chatd.EventNotify) {
+			return true
+		}
+	}
+	return false
 }
 
 // Config.Settle's values.

@@ -41,6 +41,11 @@ func (c *Config) setNaming() error {
 // streamSubjects is the delivery stream's subject prefix (ends in a dot).
 func (c *Config) streamSubjects() string { return c.SubjectPrefix + ".out." }
 
+// notifySubjects is the notification stream's subject prefix (ends in a
+// dot), and notifyStream its name.
+func (c *Config) notifySubjects() string { return c.SubjectPrefix + ".notify." }
+func (c *Config) notifyStream() string   { return c.Stream.Name + "_NOTIFY" }
+
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 

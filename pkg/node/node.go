@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/signal"
@@ -55,6 +56,9 @@ type Node struct {
 	Presence *signal.Presence
 	// Webhooks delivers the stream's events to the webhook endpoints.
 	Webhooks *webhook.Deliverer
+	// Notifier and Recorder are the offline notifications; nil while off.
+	Notifier *notify.Notifier
+	Recorder *notify.Recorder
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	// marks feed the store's failover repair (see seqMarks).

@@ -57,6 +57,10 @@ func (n *Node) Run(ctx context.Context) error {
 	deliver.start(failed, "push", n.Push.Run)
 	deliver.start(failed, "reclaim", n.Reclaim.Run)
 	deliver.start(failed, "webhooks", n.Webhooks.Run)
+	if n.Notifier != nil {
+		deliver.start(failed, "notifier", n.Notifier.Run)
+		deliver.start(failed, "delivery positions", n.Recorder.Run)
+	}
 	deliver.start(failed, "retention", n.pruneHistory)
 	deliver.start(failed, "outbox stats", n.outboxStats.run)
 	deliver.start(failed, "signals", n.Signals.Run)

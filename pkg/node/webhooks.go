@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/webhook"
 )
@@ -33,4 +34,31 @@ func (w webhookStore) Failure(ctx context.Context, id int64) (chatd.WebhookFailu
 
 func (w webhookStore) DeleteFailure(ctx context.Context, id int64) error {
 	return w.s.DeleteWebhookFailure(ctx, id)
+}
+
+// notifyStore is the store as the notifications see it.
+type notifyStore struct{ s *store.Store }
+
+func (w notifyStore) TryLock(ctx context.Context, name string) (notify.Lock, bool, error) {
+	l, ok, err := w.s.TryWebhookLock(ctx, name)
+	if !ok {
+		return nil, false, err // never a typed nil in the interface
+	}
+	return l, true, nil
+}
+
+func (w notifyStore) RecordDelivered(ctx context.Context, users, chats []string, seqs []int64) error {
+	ds := make([]store.Delivered, len(users))
+	for i := range users {
+		ds[i] = store.Delivered{User: users[i], Chat: chats[i], Seq: seqs[i]}
+	}
+	return w.s.RecordDelivered(ctx, ds)
+}
+
+func (w notifyStore) Reached(ctx context.Context, users, chats []string) ([]int64, error) {
+	return w.s.Reached(ctx, users, chats)
+}
+
+func (w notifyStore) Unread(ctx context.Context, users []string) (map[string]map[string]int64, error) {
+	return w.s.Unread(ctx, users)
 }

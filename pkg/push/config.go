@@ -92,6 +92,10 @@ type Config struct {
 	// delivery (the node keeps the highest seq per chat for a PostgreSQL
 	// failover). It must be quick and safe for concurrent use.
 	Seen func(*chatd.Envelope)
+	// Acked, if set, is told of every message a connection acked, after
+	// the fact (offline notifications record how far each user got). It
+	// must be quick and safe for concurrent use.
+	Acked func(user, chat string, seq int64)
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the push metrics; nil means none.

@@ -43,7 +43,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// full, the stream delivery sends the frame instead of waiting a
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
-				s.fast[m.ID] = fastEntry{at: now}
+				s.fast[m.ID] = fastEntry{at: now, m: &out.Message}
 				if r.settle.on {
 					got = append(got, s)
 				}
@@ -179,6 +179,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 func (r *Registry) Ack(c Conn, ids []string) {
 	now := r.cfg.Now()
 	var acks []jetstream.Msg
+	var acked []*chatd.Message // for Config.Acked
 	r.mu.Lock()
 	s := r.currentLocked(c)
 	if s == nil {
@@ -193,6 +194,9 @@ func (r *Registry) Ack(c Conn, ids []string) {
 			delete(d.waiting, s)
 			delete(s.pending, d.seq)
 			r.metrics.ackSeconds.Observe(now.Sub(d.sentAt).Seconds())
+			if r.cfg.Acked != nil {
+				acked = append(acked, &d.m.Message)
+			}
 			if len(d.waiting) == 0 {
 				acks = append(acks, r.finishLocked(d))
 			}
@@ -202,10 +206,16 @@ func (r *Registry) Ack(c Conn, ids []string) {
 			fe.acked = true
 			s.fast[id] = fe
 			r.settle.done(id)
+			if r.cfg.Acked != nil {
+				acked = append(acked, fe.m)
+			}
 		}
 	}
 	r.mu.Unlock()
 	r.metrics.acks.Add(float64(len(ids)))
+	for _, m := range acked {
+		r.cfg.Acked(c.User(), m.Chat, m.Seq)
+	}
 	r.ackAll(acks)
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,6 +25,7 @@ type session struct {
 
 type fastEntry struct {
 	at    time.Time
+	m     *chatd.Message // the fast path's copy, for Config.Acked
 	acked bool
 }
 

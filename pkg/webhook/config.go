@@ -42,9 +42,10 @@ const (
 )
 
 // Kinds an endpoint can subscribe to: the event kinds the delivery stream
-// carries. Member changes and read receipts are not in the stream, so an
-// endpoint cannot ask for them (docs/integrations.md, "What is delivered").
-var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction}
+// carries, and offline notifications. Member changes and read receipts are
+// not in the stream, so an endpoint cannot ask for them
+// (docs/integrations.md, "What is delivered").
+var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction, chatd.EventNotify}
 
 // Endpoint is one webhook receiver.
 type Endpoint struct {
@@ -53,10 +54,22 @@ type Endpoint struct {
 	// Secret signs the requests: whsec_ followed by the base64 of the key.
 	// Required.
 	Secret string
-	// Kinds are the event kinds it receives. Empty means every kind.
+	// Kinds are the event kinds it receives. Empty means every kind,
+	// notifications included while they are on.
 	Kinds []chatd.EventKind
 	// Chats, if any, are the only chats whose events it receives.
 	Chats []string
+}
+
+// wants reports whether the endpoint receives events of kind.
+func (e *Endpoint) wants(kind chatd.EventKind) bool {
+	return len(e.Kinds) == 0 || slices.Contains(e.Kinds, kind)
+}
+
+// wantsEvents reports whether the endpoint receives any kind the delivery
+// stream carries.
+func (e *Endpoint) wantsEvents() bool {
+	return slices.ContainsFunc(Kinds, func(k chatd.EventKind) bool { return k != chatd.EventNotify && e.wants(k) })
 }
 
 // ConsumerName is the durable consumer name of the endpoint at rawURL:
@@ -94,6 +107,10 @@ type Config struct {
 	// JS and Stream are the delivery stream. Required.
 	JS     jetstream.JetStream
 	Stream string
+	// NotifyStream is where pkg/notify publishes offline notifications;
+	// each endpoint that takes them consumes it too. Empty: notifications
+	// are off, and an endpoint that asks only for them is an error.
+	NotifyStream string
 	// Store elects deliverers and keeps dead letters. Required.
 	Store Store
 	// MaxAttempts is how many times one event is posted before it is set
@@ -167,6 +184,9 @@ func (c *Config) setDefaults() error {
 		if err := c.Endpoints[i].check(); err != nil {
 			return err
 		}
+		if c.NotifyStream == "" && !c.Endpoints[i].wantsEvents() {
+			return fmt.Errorf("webhook %s takes only notify events, and notifications are off (--notify-after 0): turn them on or add kinds", redact(c.Endpoints[i].URL))
+		}
 		if seen[c.Endpoints[i].URL] {
 			return fmt.Errorf("webhook %s is configured twice: list each URL once", redact(c.Endpoints[i].URL))
 		}
@@ -192,7 +212,7 @@ func (e *Endpoint) check() error {
 	}
 	for _, k := range e.Kinds {
 		if !slices.Contains(Kinds, k) {
-			return fmt.Errorf("webhook %s: event kind %q is not one the delivery stream carries: use %s", redact(e.URL), k, kindList())
+			return fmt.Errorf("webhook %s: event kind %q is not one an endpoint can take: use %s", redact(e.URL), k, kindList())
 		}
 	}
 	return nil

@@ -25,8 +25,14 @@ func New(cfg Config) (*Deliverer, error) {
 	d := &Deliverer{cfg: cfg, log: cfg.Logger.With("component", "webhook"), metrics: newMetrics(cfg.Registerer),
 		hooks: map[string]*hook{}}
 	for _, e := range cfg.Endpoints {
-		h := newHook(d, e)
-		d.hooks[h.name] = h
+		if e.wantsEvents() {
+			h := newHook(d, e, eventSource(cfg.Stream))
+			d.hooks[h.name] = h
+		}
+		if cfg.NotifyStream != "" && e.wants(chatd.EventNotify) {
+			h := newHook(d, e, notifySource(cfg.NotifyStream))
+			d.hooks[h.name] = h
+		}
 	}
 	return d, nil
 }

@@ -19,6 +19,7 @@ type hook struct {
 	d     *Deliverer
 	cfg   *Config
 	ep    Endpoint
+	src   source
 	name  string
 	key   []byte
 	kinds map[chatd.EventKind]bool // nil: every kind
@@ -34,11 +35,11 @@ type hookMetrics struct {
 	lag, delivering                 prometheus.Gauge
 }
 
-func newHook(d *Deliverer, e Endpoint) *hook {
+func newHook(d *Deliverer, e Endpoint, src source) *hook {
 	key, _ := ParseSecret(e.Secret) // checked by Config.setDefaults
-	name := ConsumerName(e.URL)
+	name := ConsumerName(e.URL) + src.suffix
 	log := d.log.With("endpoint", name, "url", redact(e.URL))
-	h := &hook{d: d, cfg: &d.cfg, ep: e, name: name, key: key, log: log, sampled: logsample.New(log, logsample.Config{}),
+	h := &hook{d: d, cfg: &d.cfg, ep: e, src: src, name: name, key: key, log: log, sampled: logsample.New(log, logsample.Config{}),
 		m: hookMetrics{
 			delivered: d.metrics.delivered.WithLabelValues(name), failed: d.metrics.failed.WithLabelValues(name),
 			deadLettered: d.metrics.deadLettered.WithLabelValues(name), lag: d.metrics.lag.WithLabelValues(name),
@@ -59,9 +60,10 @@ func newHook(d *Deliverer, e Endpoint) *hook {
 	return h
 }
 
-// wants reports whether the endpoint subscribed to the event.
-func (h *hook) wants(e *chatd.Envelope) bool {
-	return (h.kinds == nil || h.kinds[e.Message.Kind.Normal()]) && (h.chats == nil || h.chats[e.Message.Chat])
+// wants reports whether the endpoint subscribed to events of this kind
+// and chat.
+func (h *hook) wants(kind chatd.EventKind, chat string) bool {
+	return (h.kinds == nil || h.kinds[kind]) && (h.chats == nil || h.chats[chat])
 }
 
 // run makes sure the consumer exists (on every node, so events are kept
@@ -104,7 +106,7 @@ const (
 )
 
 func (h *hook) ensure(ctx context.Context) (jetstream.Consumer, error) {
-	cons, err := h.cfg.JS.CreateOrUpdateConsumer(ctx, h.cfg.Stream, jetstream.ConsumerConfig{
+	cons, err := h.cfg.JS.CreateOrUpdateConsumer(ctx, h.src.stream, jetstream.ConsumerConfig{
 		Durable:     h.name,
 		Description: "chatd webhook " + redact(h.ep.URL),
 		AckPolicy:   jetstream.AckExplicitPolicy,

@@ -18,12 +18,11 @@ import (
 // after the last attempt. It reports false only when ctx ended first (the
 // event goes back to the stream).
 func (h *hook) deliver(ctx context.Context, it item) bool {
-	id := WebhookID(it.event.Message.ID, h.name)
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
 			return false
 		}
-		res := h.post(ctx, id, it.body)
+		res := h.post(ctx, it.id, it.body)
 		if res.err == nil {
 			h.m.delivered.Inc()
 			return true
@@ -34,7 +33,7 @@ func (h *hook) deliver(ctx context.Context, it item) bool {
 		h.m.failed.Inc()
 		h.sampled.Warn("webhook post failed; retrying with backoff", "err", res.err, "attempt", attempt)
 		if attempt >= h.cfg.MaxAttempts {
-			return h.setAside(ctx, it, id, attempt, res.err)
+			return h.setAside(ctx, it, attempt, res.err)
 		}
 		if !sleep(ctx, h.backoff(attempt, res.retryAfter)) {
 			return false
@@ -44,9 +43,9 @@ func (h *hook) deliver(ctx context.Context, it item) bool {
 
 // setAside stores the event as a dead letter, retrying until PostgreSQL
 // takes it (the event stays unacked meanwhile, so nothing is lost).
-func (h *hook) setAside(ctx context.Context, it item, id string, attempts int, lastErr error) bool {
-	f := chatd.WebhookFailure{Endpoint: h.name, URL: h.ep.URL, WebhookID: id, Chat: it.event.Message.Chat,
-		Seq: it.event.Message.Seq, MessageID: it.event.Message.ID, Kind: it.event.Message.Kind.Normal(),
+func (h *hook) setAside(ctx context.Context, it item, attempts int, lastErr error) bool {
+	f := chatd.WebhookFailure{Endpoint: h.name, URL: h.ep.URL, WebhookID: it.id, Chat: it.chat,
+		Seq: it.eventSeq, MessageID: it.messageID, Kind: it.kind,
 		Body: it.body, Attempts: attempts, LastError: lastErr.Error()}
 	for {
 		dl, err := h.cfg.Store.SetAside(ctx, f)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/pkg/codec"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -30,11 +29,16 @@ type session struct {
 	held map[uint64]jetstream.Msg
 }
 
-// item is an event on its way to the endpoint.
+// item is an event on its way to the endpoint: its stream sequence, what
+// a dead letter records of it, and the signed body.
 type item struct {
-	seq   uint64
-	event *chatd.Envelope
-	body  []byte
+	seq       uint64
+	id        string // webhook-id
+	chat      string
+	eventSeq  int64
+	messageID string
+	kind      chatd.EventKind
+	body      []byte
 }
 
 func newSession(ctx context.Context, h *hook, cons jetstream.Consumer) *session {
@@ -162,25 +166,19 @@ func (s *session) seqOf(msg jetstream.Msg) (uint64, bool) {
 // route decodes a held message and queues it on its chat's lane, or acks
 // it at once when the endpoint did not subscribe to it.
 func (s *session) route(seq uint64, msg jetstream.Msg) {
-	e, err := codec.DecodeEnvelope(msg.Data())
+	it, wanted, err := s.h.src.decode(s.h, msg.Data())
 	if err != nil {
 		s.h.log.Warn("webhook: an undecodable stream message; skipped", "seq", seq, "err", err)
 		s.drop(seq)
 		return
 	}
-	if !s.h.wants(&e) {
+	if !wanted {
 		s.release(seq, true)
 		return
 	}
-	p := NewPayload(&e)
-	body, err := p.Encode()
-	if err != nil {
-		s.h.log.Warn("webhook: cannot encode the payload; skipped", "seq", seq, "err", err)
-		s.drop(seq)
-		return
-	}
+	it.seq = seq
 	select {
-	case s.lanes[laneOf(e.Message.Chat, len(s.lanes))] <- item{seq: seq, event: &e, body: body}:
+	case s.lanes[laneOf(it.chat, len(s.lanes))] <- it:
 	case <-s.ctx.Done():
 		s.release(seq, false)
 	}
