@@ -81,7 +81,7 @@ func TestOfflineNotifications(t *testing.T) {
 	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
 	srv := httptest.NewServer(sink)
 	t.Cleanup(srv.Close)
-	const window = 1500 * time.Millisecond
+	const window = 3 * time.Second
 	cfg := node.Config{
 		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: opsSecret, NodeID: "notify-1",
 		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec}}},
@@ -162,5 +162,117 @@ func TestOfflineNotifications(t *testing.T) {
 	}
 	if sink.events == 0 {
 		t.Errorf("the endpoint took every kind but got no chat events")
+	}
+}
+
+// Two nodes on one NATS and one database: dave acks on node b what alice
+// sent through node a, carol is connected to node a and never acks, erin is
+// offline. One node decides every window (its election), and dave's acks,
+// recorded by b, count there: carol and erin are notified once, dave not.
+func TestOfflineNotificationsAcrossNodes(t *testing.T) {
+	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	key, _ := webhook.ParseSecret(whsec)
+	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
+	db := testpg.NewDatabase(t)
+	cfg := func(id string) node.Config {
+		return node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: opsSecret, NodeID: id,
+			Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec, Kinds: []chatd.EventKind{chatd.EventNotify}}}},
+			Notify:  notify.Config{After: 3 * time.Second}}
+	}
+	a, b := nodetest.Run(t, cfg("a")), nodetest.Run(t, cfg("b"))
+	ws := func(n *nodetest.Node) string { return "ws" + strings.TrimPrefix(n.URL(), "http") + "/ws" }
+	st, chat := restCall(t, http.DefaultClient, a.URL(), "alice", "POST", "/api/chats",
+		map[string]any{"members": []string{"carol", "dave", "erin"}})
+	if st != http.StatusCreated {
+		t.Fatalf("create group: %d %v", st, chat)
+	}
+	chatID := chat["id"].(string)
+	dave, carol := mustWS(t, nil, ws(b), "dave"), mustWS(t, nil, ws(a), "carol")
+	_ = carol // connected, acking nothing
+	var ids []string
+	for i := range 4 {
+		st, out := restCall(t, http.DefaultClient, a.URL(), "alice", "POST", "/api/chats/"+chatID+"/messages",
+			map[string]any{"cid": fmt.Sprint("c", i), "body": "hi"})
+		if st != http.StatusCreated {
+			t.Fatalf("send %d: %d %v", i, st, out)
+		}
+		ids = append(ids, out["id"].(string))
+	}
+	for _, id := range ids {
+		dave.waitFor(5*time.Second, "message "+id, func(f map[string]any) bool { return f["type"] == "msg" && f["id"] == id })
+	}
+	dave.send(map[string]any{"type": "ack", "ids": ids})
+	decided := func() float64 {
+		var sum float64
+		for _, n := range []*nodetest.Node{a, b} {
+			sum += nodetest.Metric(t, n.Node, "chatd_notify_sent_total") + nodetest.Metric(t, n.Node, "chatd_notify_skipped_total")
+		}
+		return sum
+	}
+	testwait.Until(t, "three windows decided", func() bool { return decided() >= 3 })
+	sa, sb := nodetest.Metric(t, a.Node, "chatd_notify_sent_total"), nodetest.Metric(t, b.Node, "chatd_notify_sent_total")
+	if sa+sb != 2 || sa*sb != 0 {
+		t.Fatalf("notifications sent by a, b: %v, %v; want 2 by one node", sa, sb)
+	}
+	testwait.Until(t, "both notifications posted", func() bool { return len(sink.notifications()) >= 2 })
+	got := sink.notifications()
+	slices.SortFunc(got, func(a, b chatd.Notification) int { return strings.Compare(a.User, b.User) })
+	if len(got) != 2 || got[0].User != "carol" || got[1].User != "erin" || got[0].Count != 4 || got[1].Count != 4 {
+		t.Fatalf("notified %+v, want carol and erin, 4 messages each", got)
+	}
+	if got[0].Sender != "alice" || got[0].Text != "" {
+		t.Errorf("with the default preview: sender %q, text %q; want alice and no text", got[0].Sender, got[0].Text)
+	}
+	if sink.events != 0 {
+		t.Errorf("an endpoint taking only notify got %d chat events", sink.events)
+	}
+}
+
+// A node stopped while a window is open gives its messages back; the node
+// restarted decides the window: one notification, posted once.
+func TestOfflineNotificationSurvivesRestart(t *testing.T) {
+	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	key, _ := webhook.ParseSecret(whsec)
+	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+	cfg := node.Config{
+		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: opsSecret, NodeID: "notify-r",
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec}}},
+		Notify:  notify.Config{After: 3 * time.Second, AckWait: time.Second},
+	}
+	n := nodetest.Run(t, cfg)
+	st, out := restCall(t, http.DefaultClient, n.URL(), "alice", "POST", "/api/chats/direct", map[string]any{"user": "bob"})
+	if st != http.StatusOK && st != http.StatusCreated {
+		t.Fatalf("direct chat: %d %v", st, out)
+	}
+	chatID := out["id"].(string)
+	if st, out = restCall(t, http.DefaultClient, n.URL(), "alice", "POST", "/api/chats/"+chatID+"/messages",
+		map[string]any{"cid": "c1", "body": "hi"}); st != http.StatusCreated {
+		t.Fatalf("send: %d %v", st, out)
+	}
+	testwait.Until(t, "the notifier holding the message", func() bool {
+		return nodetest.Metric(t, n.Node, "chatd_notify_held_messages") == 1
+	})
+	if err := n.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.notifications()) != 0 {
+		t.Fatalf("notified before the window ended: %+v", sink.notifications())
+	}
+	n = nodetest.Run(t, cfg)
+	testwait.Until(t, "bob's notification", func() bool { return len(sink.notifications()) >= 1 })
+	got := sink.notifications()
+	if len(got) != 1 || got[0].User != "bob" || got[0].MessageID != out["id"] || got[0].Count != 1 {
+		t.Fatalf("notifications %+v, want one for bob of message %v", got, out["id"])
+	}
+	sink.mu.Lock()
+	posts := sink.ids[got[0].ID]
+	sink.mu.Unlock()
+	if posts != 1 {
+		t.Errorf("notification posted %d times, want once", posts)
 	}
 }
