@@ -75,7 +75,8 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return errors.New("no signature matches")
 }
 
-// Event is the part of chatd's payload this receiver prints.
+// Event is the part of chatd's payload this receiver prints: a chat event,
+// or with type chat.notify an offline notification (docs/integrations.md).
 type Event struct {
 	Type string `json:"type"`
 	Data struct {
@@ -86,7 +87,23 @@ type Event struct {
 			From string `json:"from"`
 			Body string `json:"body"`
 		} `json:"event"`
+		// chat.notify only.
+		User        string `json:"user"`
+		Sender      string `json:"sender"`
+		Text        string `json:"text"`
+		Count       int    `json:"count"`
+		UnreadTotal int64  `json:"unread_total"`
 	} `json:"data"`
+}
+
+// String is how the receiver prints e; a notification is where an app
+// server would send a push to the user's devices (title, body, badge).
+func (e Event) String() string {
+	d := e.Data
+	if e.Type == "chat.notify" {
+		return fmt.Sprintf("push to %s: title=%q body=%q badge=%d collapse=%s (%d new)", d.User, d.Sender, d.Text, d.UnreadTotal, d.ChatID, d.Count)
+	}
+	return fmt.Sprintf("%s chat=%s seq=%d from=%s: %s", e.Type, d.ChatID, d.Seq, d.Event.From, d.Event.Body)
 }
 
 // Handler verifies, dedupes and hands each new event to Handle.
@@ -138,9 +155,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := &Handler{Verifier: v, Handle: func(id string, e Event) {
-		fmt.Printf("%s chat=%s seq=%d from=%s: %s\n", e.Type, e.Data.ChatID, e.Data.Seq, e.Data.Event.From, e.Data.Event.Body)
-	}}
+	h := &Handler{Verifier: v, Handle: func(id string, e Event) { fmt.Println(e) }}
 	srv := &http.Server{Addr: *listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("listening on %s", *listen)
 	log.Fatal(srv.ListenAndServe())

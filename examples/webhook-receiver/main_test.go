@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -63,5 +64,21 @@ func TestReceiverVerifiesChatdSignatures(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Data.ChatID != "c1" || got[0].Data.Event.Body != "hi" {
 		t.Fatalf("handled: got %+v, want the one event once", got)
+	}
+	if s := got[0].String(); s != "chat.message chat=c1 seq=1 from=a: hi" {
+		t.Errorf("printed %q", s)
+	}
+}
+
+// A notification prints as the push an app server would send.
+func TestReceiverPrintsANotificationAsAPush(t *testing.T) {
+	var e Event
+	body := `{"type":"chat.notify","timestamp":"2026-12-03T12:00:00Z","data":{"id":"ntf_m1_x","user":"bob","chat_id":"c1",` +
+		`"message_id":"m3","seq":3,"sender":"alice","text":"hi","count":3,"unread":3,"unread_total":5,"ts":"2026-12-03T12:00:00Z"}}`
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatal(err)
+	}
+	if s, want := e.String(), `push to bob: title="alice" body="hi" badge=5 collapse=c1 (3 new)`; s != want {
+		t.Fatalf("printed %q, want %q", s, want)
 	}
 }
