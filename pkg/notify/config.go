@@ -31,6 +31,9 @@ const (
 const (
 	DefaultAfter   = 3 * time.Second
 	DefaultPreview = PreviewSender
+	// DefaultFlushEvery: a member acking many messages a second costs a
+	// row update per flush, not per message.
+	DefaultFlushEvery = 500 * time.Millisecond
 	// ConsumerName is the notifier's durable consumer of the delivery
 	// stream. It starts like a webhook's (hook-), so reclaim keeps events
 	// in the stream until the notifier has decided on them.
@@ -81,8 +84,9 @@ type Config struct {
 	Replicas      int
 	// Store records positions and elects the notifier. Required.
 	Store Store
-	// FlushEvery is how often the recorder writes positions. Zero means
-	// 200 ms.
+	// FlushEvery is how often the recorder writes positions; a window is
+	// decided this long (and a margin) after it ended. Zero means
+	// DefaultFlushEvery.
 	FlushEvery time.Duration
 	// Standby is how often a node that does not notify tries to take over.
 	// Zero means 2 s.
@@ -114,7 +118,7 @@ func (c *Config) setDefaults() error {
 		c.Replicas = 1
 	}
 	if c.FlushEvery <= 0 {
-		c.FlushEvery = 200 * time.Millisecond
+		c.FlushEvery = DefaultFlushEvery
 	}
 	if c.Standby <= 0 {
 		c.Standby = 2 * time.Second

@@ -45,6 +45,9 @@ const (
 	pullBatch     = 256
 	pullExpiry    = 10 * time.Second
 	pullHeartbeat = time.Second
+	// flushMargin is how long after a recorder's flush its positions are
+	// taken as written.
+	flushMargin = 250 * time.Millisecond
 	// maxHeld bounds the messages a notifier holds undecided; at the bound
 	// JetStream stops delivering until windows end.
 	maxHeld = 1 << 16
@@ -255,10 +258,12 @@ func (s *state) take(msg jetstream.Msg) {
 }
 
 // decide settles the windows that ended: who is still behind gets a
-// notification. Windows it could not settle (PostgreSQL or NATS failed)
-// are tried again next tick, their messages still held.
+// notification. A window is decided once the acks made before its end
+// reached PostgreSQL (a recorder's flush and a margin later). Windows it
+// could not settle (PostgreSQL or NATS failed) are tried again next tick,
+// their messages still held.
 func (s *state) decide(ctx context.Context) {
-	due := s.ws.due(s.n.cfg.Now())
+	due := s.ws.due(s.n.cfg.Now().Add(-s.n.cfg.FlushEvery - flushMargin))
 	if len(due) == 0 {
 		return
 	}

@@ -10,7 +10,7 @@ create table delivery_state (
     chat_id  text   not null,
     upto_seq bigint not null,
     primary key (user_id, chat_id)
-);
+) with (fillfactor = 50); -- room on each page, so the frequent updates stay HOT
 
 ---- create above / drop below ----
 
