@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -94,8 +96,9 @@ type Config struct {
 	// AdminUser is a user in the target's AdminUsers, for the outbox view.
 	// Zero: chatload-admin (the embedded node is configured with it).
 	AdminUser string
-	// PID is a separate chatd process to sample RSS and CPU of.
-	PID int
+	// PIDs are separate chatd processes to sample RSS and CPU of, summed
+	// (the nodes of a cluster on this machine).
+	PIDs []int
 	// Lease, MaxAttempts, MaxPending and Grace tune the embedded node
 	// (zero: chatd's defaults).
 	Lease       time.Duration
@@ -258,7 +261,16 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.StringVar(&c.DataDir, "data-dir", "", "embedded: data dir (default: a temporary one); with --url: the target's data dir, to read its JWT secret")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", os.Getenv("CHATD_JWT_SECRET"), "target's JWT secret (env CHATD_JWT_SECRET)")
 	fs.StringVar(&c.AdminUser, "admin-user", "chatload-admin", "a user in the target's --admin-users, to poll /api/admin/outbox")
-	fs.IntVar(&c.PID, "pid", 0, "pid of a separate chatd process to sample RSS and CPU from /proc")
+	fs.Func("pid", "pid of a separate chatd process to sample RSS and CPU from /proc; several comma-separated (a cluster's nodes) are summed", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || pid <= 0 {
+				return fmt.Errorf("want process ids, comma-separated: %q", f)
+			}
+			c.PIDs = append(c.PIDs, pid)
+		}
+		return nil
+	})
 	fs.DurationVar(&c.Lease, "lease", 0, "embedded chatd: claim lease (default chatd's)")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 0, "embedded chatd: max delivery attempts (default chatd's)")
 	fs.IntVar(&c.MaxPending, "max-pending", 0, "embedded chatd: max un-acked per connection (default chatd's)")

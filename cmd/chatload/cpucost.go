@@ -18,6 +18,9 @@ type cpuCost struct {
 	ChatdUS    float64 `json:"chatd_us_per_msg"`
 	PostgresUS float64 `json:"postgres_us_per_msg,omitempty"`
 	ChatloadUS float64 `json:"chatload_us_per_msg"`
+	// NATSUS is the nats-server processes' (a NATS outside chatd); absent
+	// when none runs.
+	NATSUS float64 `json:"nats_us_per_msg,omitempty"`
 	// PostgresNote says why PostgreSQL's figure is missing.
 	PostgresNote string `json:"postgres_note,omitempty"`
 }
@@ -26,6 +29,8 @@ type cpuCost struct {
 type cpuMarks struct {
 	postgres   float64
 	postgresOK bool
+	nats       float64
+	natsOK     bool
 	self       float64
 	accepted   int64
 }
@@ -34,7 +39,9 @@ type cpuMarks struct {
 // PostgreSQL processes under root (see postgresCPUSeconds).
 func readCPUMarks(accepted int64, root int) cpuMarks {
 	m := cpuMarks{accepted: accepted, self: rusage.SelfCPUSeconds()}
-	m.postgres, m.postgresOK = postgresCPUSeconds(root)
+	procs := readProcStats()
+	m.postgres, m.postgresOK = postgresCPUSeconds(procs, root)
+	m.nats, m.natsOK = cpuSecondsOf(procs, "nats-server")
 	return m
 }
 
@@ -52,6 +59,9 @@ func perMessage(start, stop cpuMarks, chatdSeconds float64) *cpuCost {
 	} else {
 		c.PostgresNote = "no postgres processes under chatd readable in /proc (PostgreSQL elsewhere, or not started by chatd)"
 	}
+	if start.natsOK && stop.natsOK {
+		c.NATSUS = us(stop.nats - start.nats)
+	}
 	return c
 }
 
@@ -64,8 +74,7 @@ func perMessage(start, stop cpuMarks, chatdSeconds float64) *cpuCost {
 // exited between the two reads (CI runs test packages, each with its own
 // cluster, side by side). root 0 (PostgreSQL not started by the measured
 // chatd) takes every postgres process. False when none is readable.
-func postgresCPUSeconds(root int) (float64, bool) {
-	procs := readProcStats()
+func postgresCPUSeconds(procs map[int]procStat, root int) (float64, bool) {
 	var total float64
 	found := false
 	for pid, p := range procs {
@@ -74,6 +83,20 @@ func postgresCPUSeconds(root int) (float64, bool) {
 		}
 		total += p.cpuTicks / clockTicks
 		found = true
+	}
+	return total, found
+}
+
+// cpuSecondsOf sums the CPU time of the processes named comm; false when
+// there are none.
+func cpuSecondsOf(procs map[int]procStat, comm string) (float64, bool) {
+	var total float64
+	found := false
+	for _, p := range procs {
+		if p.comm == comm {
+			total += p.cpuTicks / clockTicks
+			found = true
+		}
 	}
 	return total, found
 }
@@ -139,6 +162,9 @@ func (c *cpuCost) String() string {
 	pg := "PostgreSQL n/a (" + c.PostgresNote + ")"
 	if c.PostgresNote == "" {
 		pg = fmt.Sprintf("PostgreSQL %.0f µs", c.PostgresUS)
+	}
+	if c.NATSUS > 0 {
+		pg += fmt.Sprintf(", NATS servers %.0f µs", c.NATSUS)
 	}
 	return fmt.Sprintf("chatd %.0f µs, %s, chatload %.0f µs", c.ChatdUS, pg, c.ChatloadUS)
 }

@@ -63,13 +63,13 @@ func TestPostgresCPUCountsOnlyTheTreeUnderRoot(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, found := postgresCPUSeconds(os.Getpid()); !found {
+	if _, found := postgresCPUSeconds(readProcStats(), os.Getpid()); !found {
 		t.Error("postgres under this process: not found")
 	}
-	if _, found := postgresCPUSeconds(other.Process.Pid); found {
+	if _, found := postgresCPUSeconds(readProcStats(), other.Process.Pid); found {
 		t.Error("postgres under another root: counted, want only that root's tree")
 	}
-	if _, found := postgresCPUSeconds(0); !found {
+	if _, found := postgresCPUSeconds(readProcStats(), 0); !found {
 		t.Error("root 0 (every postgres on the machine): not found")
 	}
 }

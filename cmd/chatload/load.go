@@ -142,9 +142,13 @@ type loadRun struct {
 func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, bad *badFleet, mon *monitor, proc procSampler) loadRun {
 	var run loadRun
 	// PostgreSQL's CPU is its processes under chatd: the separate one of
-	// --pid, or this process when chatd is embedded.
-	pgRoot := cfg.PID
-	if pgRoot == 0 && cfg.URL == "" {
+	// --pid, or this process when chatd is embedded; with several nodes it
+	// is not theirs, and every postgres process counts.
+	pgRoot := 0
+	switch {
+	case len(cfg.PIDs) == 1:
+		pgRoot = cfg.PIDs[0]
+	case len(cfg.PIDs) == 0 && cfg.URL == "":
 		pgRoot = os.Getpid()
 	}
 	_, run.cpuStart, _ = proc.sample(ctx)

@@ -17,9 +17,9 @@ type procSampler interface {
 	source() string
 }
 
-// procFS samples a local process from /proc (Linux).
+// procFS samples local processes from /proc (Linux), summed.
 type procFS struct {
-	pid  int
+	pids []int
 	desc string
 }
 
@@ -30,7 +30,21 @@ const clockTicks = 100
 func (p procFS) source() string { return p.desc }
 
 func (p procFS) sample(context.Context) (int64, float64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	var rss int64
+	var cpu float64
+	for _, pid := range p.pids {
+		r, c, err := sampleProc(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		rss, cpu = rss+r, cpu+c
+	}
+	return rss, cpu, nil
+}
+
+// sampleProc reads one process's resident memory and CPU seconds.
+func sampleProc(pid int) (int64, float64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, fmt.Errorf("proc status: %w", err)
 	}
@@ -41,7 +55,7 @@ func (p procFS) sample(context.Context) (int64, float64, error) {
 			rss = kb * 1024
 		}
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, 0, fmt.Errorf("proc stat: %w", err)
 	}
@@ -104,10 +118,12 @@ func (m metricsScrape) sample(ctx context.Context) (int64, float64, error) {
 // process (this one), else the remote target's /metrics.
 func newProcSampler(cfg *Config, t *target, hc *http.Client) procSampler {
 	switch {
-	case cfg.PID > 0:
-		return procFS{pid: cfg.PID, desc: fmt.Sprintf("chatd process %d (/proc)", cfg.PID)}
+	case len(cfg.PIDs) == 1:
+		return procFS{pids: cfg.PIDs, desc: fmt.Sprintf("chatd process %d (/proc)", cfg.PIDs[0])}
+	case len(cfg.PIDs) > 1:
+		return procFS{pids: cfg.PIDs, desc: fmt.Sprintf("%d chatd processes %v, summed (/proc)", len(cfg.PIDs), cfg.PIDs)}
 	case t.embedded:
-		return procFS{pid: os.Getpid(), desc: "chatload process: embedded chatd + NATS + the load generator itself (PostgreSQL, a child process, not counted)"}
+		return procFS{pids: []int{os.Getpid()}, desc: "chatload process: embedded chatd + NATS + the load generator itself (PostgreSQL, a child process, not counted)"}
 	default:
 		return metricsScrape{url: t.url, http: hc}
 	}
