@@ -22,7 +22,8 @@
 # +11..+13, monitoring +21..+23), CHATD_BIN (default: bin/chatd, built with
 # `make build`), NATS_SERVER (default: nats-server from PATH, GOPATH/bin or
 # GOBIN, installed with `go install` at go.mod's version when missing),
-# CHATD_FLAGS (extra flags for every chatd, e.g. "--log-level debug").
+# CHATD_FLAGS (extra flags for every chatd, e.g. "--log-level debug"),
+# CLUSTER_DEBUG_PORT (unset: none; chatd i serves Go's profiler on +i).
 #
 # As root, PostgreSQL runs as the `postgres` user, which must be able to
 # traverse to CLUSTER_DIR; when it cannot (a clone in a 0700 home), the
@@ -191,11 +192,13 @@ start_chatd() { # $1: 1..3
 	pid_of "chatd$i" >/dev/null && return 0
 	port=$((http_base + i - 1))
 	mkdir -p "$dir/chatd/n$i"
+	local debug=()
+	[ -n "${CLUSTER_DEBUG_PORT:-}" ] && debug=(--debug-listen "127.0.0.1:$((CLUSTER_DEBUG_PORT + i))")
 	# CHATD_FLAGS is split on spaces on purpose: extra flags, no quoting.
 	# shellcheck disable=SC2086
 	CHATD_JWT_SECRET=$(secret) spawn "chatd$i" "$CHATD_BIN" --node-id "n$i" --listen "127.0.0.1:$port" \
 		--data-dir "$dir/chatd/n$i" --nats-url "$nats_urls" --database-url "$(database_url)" \
-		--stream-replicas 3 --admin-users chatload-admin ${CHATD_FLAGS:-}
+		--stream-replicas 3 --admin-users chatload-admin "${debug[@]}" ${CHATD_FLAGS:-}
 }
 
 wait_chatd() { wait_http $((http_base + $1 - 1)) /readyz "chatd$1" "$(pid_of "chatd$1" || true)"; }
