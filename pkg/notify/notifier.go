@@ -170,7 +170,8 @@ func (n *Notifier) consume(ctx context.Context) error {
 	s := &state{n: n, ws: newWindows(n.cfg.After), held: map[uint64]*held{}}
 	defer func() {
 		it.Stop()
-		for range in { // unblock the puller; what it took is redelivered
+		for msg := range in { // the puller's last: back to the stream too
+			msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 		}
 		s.giveBack()
 	}()
@@ -305,6 +306,7 @@ func (s *state) giveBack() {
 	for _, h := range s.held {
 		h.msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 	}
+	s.n.m.held.Set(0)
 	if nc := s.n.cfg.JS.Conn(); nc != nil && nc.IsConnected() {
 		nc.FlushTimeout(time.Second) //nolint:errcheck // as above
 	}
