@@ -71,3 +71,23 @@ func kinds[T ~string](ks []T) []string {
 	}
 	return out
 }
+
+// The notification settings: flags, their variables, the config file; an
+// unknown preview is refused with the values to use.
+func TestNotifySettings(t *testing.T) {
+	path := mustConfigFile(t, "notify-preview: text\nwebhooks:\n  - url: https://push.example/hook\n    secret: "+testSecret+"\n    events: [notify]\n")
+	s, err := parseWith(t, "--config", path, "--notify-after", "5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.node.Notify.After.String() != "5s" || s.node.Notify.Preview != "text" {
+		t.Fatalf("notify: after %v, preview %q; want 5s and text", s.node.Notify.After, s.node.Notify.Preview)
+	}
+	if eps := s.node.Webhook.Endpoints; len(eps) != 1 || len(eps[0].Kinds) != 1 || eps[0].Kinds[0] != "notify" {
+		t.Fatalf("endpoints %+v, want one taking notify", eps)
+	}
+	t.Setenv("CHATD_NOTIFY_PREVIEW", "everything")
+	if _, err := parseWith(t); err == nil || !strings.Contains(err.Error(), "use none, sender or text") {
+		t.Fatalf("CHATD_NOTIFY_PREVIEW=everything: got %v, want the values to use", err)
+	}
+}
