@@ -225,6 +225,7 @@ func TestConfigRefusesWhatTheStreamDoesNotCarry(t *testing.T) {
 		{"read receipts", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{"read"}}},
 		{"secret without prefix", webhook.Endpoint{URL: "https://x.example/h", Secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 		{"not http", webhook.Endpoint{URL: "ftp://x.example/h", Secret: testSecret}},
+		{"only notify, notifications off", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{chatd.EventNotify}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := webhook.New(webhook.Config{JS: r.js, Stream: stream.DefaultName, Store: storeAdapter{r.st}, Endpoints: []webhook.Endpoint{tc.ep}})
