@@ -236,7 +236,7 @@ func TestCheckBaseline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := checkBaseline("b.json", tt.base, tt.p99); got.OK != tt.wantOK {
+			if got := checkBaseline("b.json", tt.base, tt.p99, baselineFactor); got.OK != tt.wantOK {
 				t.Errorf("got ok %v (ratio %.2f), want %v", got.OK, got.Ratio, tt.wantOK)
 			}
 		})

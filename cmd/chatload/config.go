@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chatd/chatd/pkg/node"
 )
 
 // Scenarios.
@@ -75,8 +77,27 @@ type Config struct {
 	TypingFloodRate float64
 	// Baseline is the JSON report of the same run without bad clients;
 	// when set, the good clients' live-delivery p99 must stay within
-	// baselineFactor of its. Zero: no comparison.
+	// BaselineFactor of its. Zero: no comparison.
 	Baseline string
+	// BaselineFactor is how far the live p99 may rise over --baseline's.
+	// Zero: 2.
+	BaselineFactor float64
+
+	// WebhookReceivers are webhook endpoints chatload serves during the run
+	// (hookSpec's form: ADDR[,fail-pct=N][,down-at=D,down-for=D][,down=refuse|503]);
+	// after the drain it waits up to WebhookWait until each holds every
+	// accepted event, and a lost or misordered event fails the run. The
+	// target must post to them (chatd --webhook http://ADDR/...). Zero: none.
+	WebhookReceivers []string
+	// WebhookSecret is the target's whsec_ secret, to verify signatures.
+	WebhookSecret string
+	// WebhookWait bounds the wait for the receivers after the drain.
+	// Zero: 5 min.
+	WebhookWait  time.Duration
+	webhookSpecs []hookSpec // WebhookReceivers parsed by setDefaults
+	// tuneNode, if set, adjusts the embedded node's config (tests point its
+	// webhooks at the receivers).
+	tuneNode func(*node.Config)
 
 	// URL targets a running chatd; empty starts one in-process (embedded).
 	// A comma-separated list targets several nodes of one cluster: client i
@@ -165,6 +186,19 @@ func (c *Config) setDefaults() error {
 	if c.PoisonRate == 0 {
 		c.PoisonRate = 20
 	}
+	for _, spec := range c.WebhookReceivers {
+		sp, err := parseHookSpec(spec)
+		if err != nil {
+			return err
+		}
+		c.webhookSpecs = append(c.webhookSpecs, sp)
+	}
+	if c.WebhookWait <= 0 {
+		c.WebhookWait = 5 * time.Minute
+	}
+	if c.BaselineFactor <= 0 {
+		c.BaselineFactor = baselineFactor
+	}
 	setZero(&c.BodyBytes, 64)
 	setZero(&c.ConnectRate, 500)
 	if c.Drain <= 0 {
@@ -251,7 +285,14 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.StringVar(&c.PoisonMix, "poison-mix", defaultPoisonMix, "weights of the poison kinds")
 	fs.Float64Var(&c.TypingFloodPct, "typing-flood-pct", 0, "percent of --clients that flood typing frames over many chat ids, most not theirs")
 	fs.Float64Var(&c.TypingFloodRate, "typing-flood-rate", 0, "typing frames per second per flooding client (default: as fast as chatd reads)")
-	fs.StringVar(&c.Baseline, "baseline", "", "JSON report of the same run without bad clients: fail if live p99 is over 2× its")
+	fs.StringVar(&c.Baseline, "baseline", "", "JSON report of the same run without bad clients (or webhooks): fail if live p99 is over --baseline-factor × its")
+	fs.Float64Var(&c.BaselineFactor, "baseline-factor", baselineFactor, "with --baseline: the largest live p99 ratio that passes")
+	fs.Func("webhook-receiver", "serve a webhook endpoint at ADDR[,fail-pct=N][,down-at=D,down-for=D][,down=refuse|503] (repeatable); chatd must post to it (--webhook http://ADDR/...); after the drain wait until it has every accepted event, in per-chat order", func(s string) error {
+		c.WebhookReceivers = append(c.WebhookReceivers, s)
+		return nil
+	})
+	fs.StringVar(&c.WebhookSecret, "webhook-secret", os.Getenv("CHATD_WEBHOOK_SECRET"), "the target's whsec_ webhook secret, to verify signatures (env CHATD_WEBHOOK_SECRET)")
+	fs.DurationVar(&c.WebhookWait, "webhook-wait", 5*time.Minute, "how long to wait after the drain for every webhook receiver to hold every accepted event")
 	fs.DurationVar(&c.AckDelay, "ack-delay", 50*time.Millisecond, "how long a client collects delivered ids before one ack frame (the Go SDK's default); 0: an ack frame per delivery, as a client without batching sends")
 	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")

@@ -31,6 +31,16 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, err
 		}
 	}
+	if len(cfg.webhookSpecs) > 0 && cfg.URL == "" && cfg.tuneNode == nil {
+		return nil, errors.New("--webhook-receiver needs --url: a chatd started with --webhook for each receiver")
+	}
+	hooks, err := startHooks(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if hooks != nil {
+		defer hooks.stop()
+	}
 	tgt, err := startTarget(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -88,6 +98,10 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	defer stopMonitor()
 
+	loadStart := time.Now()
+	if hooks != nil {
+		hooks.loadStarted(loadStart)
+	}
 	run := runLoadPhase(ctx, &cfg, rec, fl, bad, mon, proc)
 	mon.setPhase("drain")
 	dctx, dcancel := context.WithTimeout(ctx, cfg.Drain)
@@ -103,14 +117,26 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	stopMonitor()
 	mon.sample(ctx) // the final state, after the drain
+	var hookReps []WebhookReport
+	if hooks != nil {
+		// After the drain every send has its answer: the accepted ones are final.
+		want := rec.expectedEvents()
+		hooks.await(ctx, want, cfg.WebhookWait, cfg.Progress, func(f string, a ...any) { fmt.Fprintf(cfg.Out, f+"\n", a...) })
+		ours := func(chat string) bool { _, ok := p.chatIdx[chat]; return ok }
+		hookReps = hooks.reports(want, ours, loadStart, run.stoppedAt)
+	}
 
 	rep = buildReport(&cfg, tgt, p, rec, fl, mon, run, deliveryDrain)
+	rep.Webhooks = hookReps
+	for _, w := range hookReps {
+		rep.Pass = rep.Pass && w.Pass
+	}
 	if bad != nil {
 		rep.Bad = buildBad(&cfg, bad.stats, rep.Rejects)
 		rep.Pass = rep.Pass && rep.Bad.Pass()
 	}
 	if cfg.Baseline != "" {
-		rep.Baseline = checkBaseline(cfg.Baseline, baseP99, rep.SendToDelivered.P99)
+		rep.Baseline = checkBaseline(cfg.Baseline, baseP99, rep.SendToDelivered.P99, cfg.BaselineFactor)
 		rep.Pass = rep.Pass && rep.Baseline.OK
 	}
 	if fl.mix != nil {
@@ -215,6 +241,7 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 			"mix": cfg.Mix, "meta_pct": cfg.MetaPct, "typing_rate": cfg.TypingRate,
 			"poison_pct": cfg.PoisonPct, "poison_rate": cfg.PoisonRate, "poison_mix": cfg.PoisonMix,
 			"typing_flood_pct": cfg.TypingFloodPct, "typing_flood_rate": cfg.TypingFloodRate,
+			"webhook_receivers": cfg.WebhookReceivers,
 		},
 		Clients: len(p.users), Chats: len(p.chats), TargetRate: cfg.Rate,
 		Sent: rec.sent.Load(), Accepted: rc.Accepted, SkippedTurns: fl.skipped.Load() + run.backlogDropped,

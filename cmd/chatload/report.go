@@ -82,6 +82,8 @@ type Report struct {
 	Bad *BadReport `json:"bad_clients,omitempty"`
 	// Baseline compares the live p99 with --baseline's; absent without it.
 	Baseline *BaselineCheck `json:"baseline,omitempty"`
+	// Webhooks reconciles each --webhook-receiver; absent without any.
+	Webhooks []WebhookReport `json:"webhooks,omitempty"`
 
 	Timeline []Sample `json:"timeline"`
 	Pass     bool     `json:"pass"`
@@ -150,6 +152,9 @@ func (r *Report) writeText(w io.Writer) {
 		p("good clients      accepted %d, lost %d, refused %d (%s); live p50 %.2f ms p99 %.2f ms",
 			r.Accepted, r.Lost, r.Bad.GoodRefused, fmtCounts(r.Rejects), r.SendToDelivered.P50, r.SendToDelivered.P99)
 		r.Bad.writeText(p)
+	}
+	for i := range r.Webhooks {
+		r.Webhooks[i].writeText(p)
 	}
 	if r.Baseline != nil {
 		r.Baseline.writeText(p)

@@ -74,6 +74,9 @@ func embeddedTarget(ctx context.Context, cfg *Config) (*target, error) {
 	}
 	ncfg.API.AdminUsers = []string{cfg.AdminUser}
 	ncfg.Push.Lease, ncfg.Push.MaxAttempts, ncfg.Push.MaxPending, ncfg.Push.Grace = cfg.Lease, cfg.MaxAttempts, cfg.MaxPending, cfg.Grace
+	if cfg.tuneNode != nil {
+		cfg.tuneNode(&ncfg)
+	}
 	cleanup := func() {
 		if temp {
 			os.RemoveAll(dir)

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Down modes of a receiver's outage.
+const (
+	downRefuse = "refuse" // the listener closes: connections are refused
+	down503    = "503"    // requests are answered 503 Service Unavailable
+)
+
+// hookSpec is one --webhook-receiver: where it listens and the faults it
+// injects. Its text form is ADDR[,fail-pct=N][,down-at=D,down-for=D][,down=refuse|503].
+type hookSpec struct {
+	Addr string
+	// FailPct of the requests (outside an outage) are answered 500.
+	FailPct float64
+	// DownAt, after the load starts (warm-up included), the receiver goes
+	// down for DownFor, the way Down says. DownFor zero: never down.
+	DownAt, DownFor time.Duration
+	Down            string
+}
+
+func parseHookSpec(s string) (hookSpec, error) {
+	parts := strings.Split(s, ",")
+	sp := hookSpec{Addr: strings.TrimSpace(parts[0]), Down: downRefuse}
+	if _, _, err := net.SplitHostPort(sp.Addr); err != nil {
+		return sp, fmt.Errorf("webhook receiver %q: want HOST:PORT first (e.g. 127.0.0.1:9101): %w", s, err)
+	}
+	for _, p := range parts[1:] {
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok {
+			return sp, fmt.Errorf("webhook receiver %q: %q is not key=value", s, p)
+		}
+		var err error
+		switch k {
+		case "fail-pct":
+			sp.FailPct, err = strconv.ParseFloat(v, 64)
+			if err == nil && (sp.FailPct < 0 || sp.FailPct > 100) {
+				err = errors.New("want a percentage (0–100)")
+			}
+		case "down-at":
+			sp.DownAt, err = time.ParseDuration(v)
+		case "down-for":
+			sp.DownFor, err = time.ParseDuration(v)
+		case "down":
+			if v != downRefuse && v != down503 {
+				err = fmt.Errorf("want %s or %s", downRefuse, down503)
+			}
+			sp.Down = v
+		default:
+			err = errors.New("unknown key: want fail-pct, down-at, down-for or down")
+		}
+		if err != nil {
+			return sp, fmt.Errorf("webhook receiver %q: %s: %w", s, k, err)
+		}
+	}
+	if sp.DownAt < 0 || sp.DownFor < 0 {
+		return sp, fmt.Errorf("webhook receiver %q: down-at and down-for must be ≥ 0", s)
+	}
+	return sp, nil
+}
+
+func (sp hookSpec) String() string {
+	s := sp.Addr
+	if sp.FailPct > 0 {
+		s += fmt.Sprintf(" fail %g%%", sp.FailPct)
+	}
+	if sp.DownFor > 0 {
+		s += fmt.Sprintf(" down (%s) %v from +%v", sp.Down, sp.DownFor, sp.DownAt)
+	}
+	return s
+}
+
+// hookCopy is one request a receiver accepted (answered 2xx).
+type hookCopy struct {
+	webhookID string
+	kind      string // the payload's type
+	chat      string
+	seq       int64
+	eventID   string
+	body      [sha256.Size]byte // the body's hash: duplicates must repeat it
+	at        time.Time
+}
+
+// evKey names an event by chat and seq, as accepted sends are recorded.
+type evKey struct {
+	chat string
+	seq  int64
+}
+
+// signatureTolerance is how far webhook-timestamp may be from the
+// receiver's clock: the Standard Webhooks libraries' default.
+const signatureTolerance = 5 * time.Minute
+
+// hookReceiver is an HTTP endpoint that checks every request as the
+// Standard Webhooks specification says, injects its spec's faults and
+// records what it accepted. Safe for concurrent use.
+type hookReceiver struct {
+	spec hookSpec
+	key  []byte
+	now  func() time.Time
+	log  func(format string, a ...any)
+
+	wg sync.WaitGroup // the serving and fault goroutines
+
+	mu      sync.Mutex
+	srv     *http.Server // nil while refusing
+	down    bool
+	downAt  time.Time // the outage's actual start and end
+	upAt    time.Time
+	copies  []hookCopy
+	first   map[evKey]int // event → index of its first copy
+	counts  hookCounts
+	badWhys []string // the first few refused requests, and why
+}
+
+// hookCounts are a receiver's request counts.
+type hookCounts struct {
+	SignatureFailures int64 `json:"signature_failures"`
+	BadPayloads       int64 `json:"bad_payloads"`
+	Injected          int64 `json:"injected_failures"` // answered 500 by fail-pct
+	DownAnswers       int64 `json:"down_answers"`      // answered 503 in an outage
+}
+
+func newHookReceiver(sp hookSpec, key []byte, log func(string, ...any)) *hookReceiver {
+	return &hookReceiver{spec: sp, key: key, now: time.Now, log: log, first: map[evKey]int{}}
+}
+
+// start listens on the spec's address and serves until stop.
+func (r *hookReceiver) start() error {
+	ln, err := net.Listen("tcp", r.spec.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook receiver: %w (pick a free port)", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.serveLocked(ln)
+	return nil
+}
+
+func (r *hookReceiver) serveLocked(ln net.Listener) {
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = srv
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		srv.Serve(ln) //nolint:errcheck // ErrServerClosed on stop or an outage
+	}()
+}
+
+// startFaults runs the spec's outage, measured from loadStart, until ctx
+// ends; stop waits for it.
+func (r *hookReceiver) startFaults(ctx context.Context, loadStart time.Time) {
+	if r.spec.DownFor <= 0 {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if !sleepUntil(ctx, loadStart.Add(r.spec.DownAt)) {
+			return
+		}
+		r.goDown()
+		sleepUntil(ctx, loadStart.Add(r.spec.DownAt+r.spec.DownFor))
+		r.comeBack(ctx)
+	}()
+}
+
+func (r *hookReceiver) goDown() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down, r.downAt = true, r.now()
+	if r.spec.Down == downRefuse && r.srv != nil {
+		r.srv.Close() //nolint:errcheck // closes the listener and every connection
+		r.srv = nil
+	}
+	r.log("webhook receiver %s: down (%s)", r.spec.Addr, r.spec.Down)
+}
+
+// comeBack ends the outage; a refusing receiver listens again on its
+// address, retrying while the port is not yet free.
+func (r *hookReceiver) comeBack(ctx context.Context) {
+	for r.spec.Down == downRefuse {
+		ln, err := net.Listen("tcp", r.spec.Addr)
+		if err == nil {
+			r.mu.Lock()
+			r.serveLocked(ln)
+			r.mu.Unlock()
+			break
+		}
+		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return
+		}
+	}
+	r.mu.Lock()
+	r.down, r.upAt = false, r.now()
+	r.mu.Unlock()
+	r.log("webhook receiver %s: up again", r.spec.Addr)
+}
+
+// stop closes the server and waits for the receiver's goroutines; the
+// caller ends the context given to startFaults first.
+func (r *hookReceiver) stop() {
+	r.mu.Lock()
+	if r.srv != nil {
+		r.srv.Close() //nolint:errcheck // the run is over
+		r.srv = nil
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	tm := time.NewTimer(time.Until(t))
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err != nil {
+		return // the sender hung up
+	}
+	r.mu.Lock()
+	down := r.down && r.spec.Down == down503
+	if down {
+		r.counts.DownAnswers++
+	}
+	r.mu.Unlock()
+	if down {
+		http.Error(w, "down (chatload --webhook-receiver)", http.StatusServiceUnavailable)
+		return
+	}
+	c, why := verifyHook(r.key, req.Header, body, r.now())
+	if why == "" {
+		c, why = decodeHook(c, body)
+	}
+	if why != "" {
+		r.refuse(w, why, c.webhookID == "")
+		return
+	}
+	if r.spec.FailPct > 0 && rand.Float64()*100 < r.spec.FailPct {
+		r.mu.Lock()
+		r.counts.Injected++
+		r.mu.Unlock()
+		http.Error(w, "injected failure (chatload --webhook-receiver fail-pct)", http.StatusInternalServerError)
+		return
+	}
+	// Recorded before the answer: the sender posts a chat's next event
+	// only after this one's 2xx, so the record order is the chat's order.
+	r.mu.Lock()
+	c.at = r.now()
+	if _, ok := r.first[evKey{c.chat, c.seq}]; !ok {
+		r.first[evKey{c.chat, c.seq}] = len(r.copies)
+	}
+	r.copies = append(r.copies, c)
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers a request that failed verification (sig: its signature
+// or headers; else its payload) 401 or 400 and keeps the reason.
+func (r *hookReceiver) refuse(w http.ResponseWriter, why string, sig bool) {
+	r.mu.Lock()
+	if sig {
+		r.counts.SignatureFailures++
+	} else {
+		r.counts.BadPayloads++
+	}
+	if len(r.badWhys) < 5 {
+		r.badWhys = append(r.badWhys, why)
+	}
+	r.mu.Unlock()
+	code := http.StatusBadRequest
+	if sig {
+		code = http.StatusUnauthorized
+	}
+	http.Error(w, why, code)
+}
+
+// verifyHook checks a request's headers as the Standard Webhooks
+// specification says: webhook-timestamp within signatureTolerance of now,
+// and one of the space-separated v1 signatures equal (in constant time) to
+// the base64 of HMAC-SHA256(key, "id.timestamp.body"). It returns the copy
+// with its webhook-id and body hash, or why it is refused (with an empty
+// webhook-id).
+func verifyHook(key []byte, h http.Header, body []byte, now time.Time) (hookCopy, string) {
+	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	if id == "" || ts == "" || sigs == "" {
+		return hookCopy{}, fmt.Sprintf("missing header: webhook-id %q, webhook-timestamp %q, webhook-signature %q", id, ts, sigs)
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return hookCopy{}, fmt.Sprintf("webhook %s: webhook-timestamp %q is not Unix seconds", id, ts)
+	}
+	if d := now.Sub(time.Unix(unix, 0)); d > signatureTolerance || d < -signatureTolerance {
+		return hookCopy{}, fmt.Sprintf("webhook %s: webhook-timestamp %d is %v from now (tolerance %v)", id, unix, d.Round(time.Second), signatureTolerance)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "."))
+	m.Write(body)
+	want := m.Sum(nil)
+	for _, s := range strings.Fields(sigs) {
+		v, b64, ok := strings.Cut(s, ",")
+		got, err := base64.StdEncoding.DecodeString(b64)
+		if ok && v == "v1" && err == nil && hmac.Equal(got, want) {
+			return hookCopy{webhookID: id, body: sha256.Sum256(body)}, ""
+		}
+	}
+	return hookCopy{}, fmt.Sprintf("webhook %s: no v1 signature matches", id)
+}
+
+// decodeHook fills c from the payload (docs/integrations.md, "Payload"),
+// or says why it is not a consistent chat event.
+func decodeHook(c hookCopy, body []byte) (hookCopy, string) {
+	var p struct {
+		Type string `json:"type"`
+		Data struct {
+			ChatID string `json:"chat_id"`
+			Seq    int64  `json:"seq"`
+			Event  struct {
+				ID   string `json:"id"`
+				Chat string `json:"chat"`
+				Seq  int64  `json:"seq"`
+			} `json:"event"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return c, fmt.Sprintf("webhook %s: payload: %v", c.webhookID, err)
+	}
+	d := p.Data
+	if !strings.HasPrefix(p.Type, "chat.") || d.ChatID == "" || d.ChatID != d.Event.Chat || d.Seq <= 0 || d.Seq != d.Event.Seq || d.Event.ID == "" {
+		return c, fmt.Sprintf("webhook %s: inconsistent payload (type %q, chat %q/%q, seq %d/%d, id %q)",
+			c.webhookID, p.Type, d.ChatID, d.Event.Chat, d.Seq, d.Event.Seq, d.Event.ID)
+	}
+	c.kind, c.chat, c.seq, c.eventID = p.Type, d.ChatID, d.Seq, d.Event.ID
+	return c, ""
+}
+
+// has counts the events of want the receiver has accepted at least once.
+func (r *hookReceiver) has(want []expectedEvent) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range want {
+		if _, ok := r.first[evKey{e.chat, e.seq}]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// snapshot returns the copies accepted so far, the counts, the reasons of
+// the first refusals and the outage's times.
+func (r *hookReceiver) snapshot() (copies []hookCopy, counts hookCounts, whys []string, downAt, upAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hookCopy(nil), r.copies...), r.counts, append([]string(nil), r.badWhys...), r.downAt, r.upAt
+}
