@@ -1,19 +1,11 @@
 package e2e_test
 
 import (
-	"bufio"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,149 +13,6 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 )
-
-// hookCopy is one request the receiver accepted: the event it carried and
-// the id it was sent under.
-type hookCopy struct {
-	webhookID, eventID, chat string
-	seq                      int64
-}
-
-// hookReceiver is a webhook endpoint that checks every request as the
-// Standard Webhooks specification says, without chatd's code, and answers
-// each one slowly, so that a chatd killed mid-delivery has posts in flight.
-type hookReceiver struct {
-	key   []byte
-	delay time.Duration
-
-	mu       sync.Mutex
-	copies   []hookCopy
-	inFlight int
-	bad      []string // requests that failed verification, and why
-}
-
-func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return // chatd hung up (killed) mid-request
-	}
-	c, why := r.verify(req.Header, body)
-	r.mu.Lock()
-	if why != "" {
-		r.bad = append(r.bad, why)
-		r.mu.Unlock()
-		http.Error(w, why, http.StatusUnauthorized)
-		return
-	}
-	r.copies = append(r.copies, c)
-	r.inFlight++
-	r.mu.Unlock()
-	time.Sleep(r.delay)
-	r.mu.Lock()
-	r.inFlight--
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// verify checks the signature (HMAC-SHA256 over "id.timestamp.body" keyed
-// by the decoded secret, any of the space-separated v1 signatures), the
-// timestamp (within 5 minutes) and the payload, and returns the copy or
-// why it is refused.
-func (r *hookReceiver) verify(h http.Header, body []byte) (hookCopy, string) {
-	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
-	if id == "" || ts == "" || sigs == "" {
-		return hookCopy{}, fmt.Sprintf("missing header: id %q, timestamp %q, signature %q", id, ts, sigs)
-	}
-	unix, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return hookCopy{}, fmt.Sprintf("webhook-timestamp %q: %v", ts, err)
-	}
-	if d := time.Since(time.Unix(unix, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return hookCopy{}, fmt.Sprintf("webhook-timestamp %d is %v from now", unix, d)
-	}
-	m := hmac.New(sha256.New, r.key)
-	m.Write([]byte(id + "." + ts + "."))
-	m.Write(body)
-	want := m.Sum(nil)
-	signed := false
-	for _, s := range strings.Fields(sigs) {
-		v, b64, ok := strings.Cut(s, ",")
-		got, err := base64.StdEncoding.DecodeString(b64)
-		if ok && v == "v1" && err == nil && hmac.Equal(got, want) {
-			signed = true
-		}
-	}
-	if !signed {
-		return hookCopy{}, fmt.Sprintf("webhook %s: no v1 signature matches (%q)", id, sigs)
-	}
-	var p struct {
-		Type string `json:"type"`
-		Data struct {
-			ChatID string `json:"chat_id"`
-			Seq    int64  `json:"seq"`
-			Event  struct {
-				ID   string `json:"id"`
-				Chat string `json:"chat"`
-				Seq  int64  `json:"seq"`
-			} `json:"event"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return hookCopy{}, fmt.Sprintf("webhook %s: payload: %v", id, err)
-	}
-	d := p.Data
-	if p.Type != "chat.message" || d.ChatID != d.Event.Chat || d.Seq != d.Event.Seq || d.Event.ID == "" {
-		return hookCopy{}, fmt.Sprintf("webhook %s: inconsistent payload %s", id, body)
-	}
-	return hookCopy{webhookID: id, eventID: d.Event.ID, chat: d.ChatID, seq: d.Seq}, ""
-}
-
-// snapshot returns the copies received so far and how many are being
-// answered.
-func (r *hookReceiver) snapshot() ([]hookCopy, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]hookCopy(nil), r.copies...), r.inFlight
-}
-
-// distinct counts the events received at least once; a refused request
-// fails t at once, so that a bad signature is not reported as a timeout.
-func (r *hookReceiver) distinct(t *testing.T) int {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.bad) > 0 {
-		t.Fatalf("%d requests failed verification, the first: %s", len(r.bad), r.bad[0])
-	}
-	seen := map[string]bool{}
-	for _, c := range r.copies {
-		seen[c.eventID] = true
-	}
-	return len(seen)
-}
-
-// metricValue adds up every series of the named metric on chatd's
-// /metrics; 0 if it cannot be read.
-func metricValue(addr, name string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err == nil {
-				sum += v
-			}
-		}
-	}
-	return sum
-}
 
 // chatd SIGKILLed while posting to a slow webhook endpoint and restarted on
 // the same data dir: every accepted message reaches the endpoint with a
@@ -232,43 +81,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	caughtUp := time.Since(restarted)
 
 	copies, _ := recv.snapshot()
-	firstID := map[string]string{} // event id → webhook-id of its first copy
-	eventOf := map[string]string{} // webhook-id → event id
-	lastSeq := map[string]int64{}  // chat → seq of the latest first copy
-	dups := 0
-	for i, c := range copies {
-		a, ok := accepted[c.eventID]
-		if !ok {
-			t.Fatalf("copy %d: event %s (chat %s, seq %d) was never accepted", i, c.eventID, c.chat, c.seq)
-		}
-		if a.Seq != c.seq {
-			t.Fatalf("copy %d: event %s has seq %d, accepted with %d", i, c.eventID, c.seq, a.Seq)
-		}
-		if !strings.HasPrefix(c.webhookID, "msg_"+c.eventID+"_") {
-			t.Fatalf("copy %d: webhook-id %s is not msg_<event id>_… for event %s (docs/integrations.md)", i, c.webhookID, c.eventID)
-		}
-		if ev, ok := eventOf[c.webhookID]; ok && ev != c.eventID {
-			t.Fatalf("webhook-id %s carried events %s and %s", c.webhookID, ev, c.eventID)
-		}
-		eventOf[c.webhookID] = c.eventID
-		if first, ok := firstID[c.eventID]; ok {
-			dups++
-			if first != c.webhookID {
-				t.Fatalf("event %s arrived as %s and again as %s", c.eventID, first, c.webhookID)
-			}
-			continue
-		}
-		firstID[c.eventID] = c.webhookID
-		if c.seq <= lastSeq[c.chat] {
-			t.Fatalf("chat %s: seq %d first arrived after seq %d", c.chat, c.seq, lastSeq[c.chat])
-		}
-		lastSeq[c.chat] = c.seq
-	}
-	for id, a := range accepted {
-		if _, ok := firstID[id]; !ok {
-			t.Fatalf("accepted message %s (seq %d) never reached the endpoint", id, a.Seq)
-		}
-	}
+	firstID, dups := checkHookCopies(t, copies, accepted)
 	t.Logf("%d events, %d copies received, %d duplicates (same webhook-id); at the kill %d events had arrived, %d posts in flight; %d resends by the sender; restart %v, then all delivered in %v; test %v",
 		len(firstID), len(copies), dups, distinctAtKill, inFlight, alice.c.Stats().Resends,
 		restarted.Sub(killed).Round(time.Millisecond), caughtUp.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
