@@ -15,15 +15,16 @@ import (
 )
 
 func TestParseHookSpec(t *testing.T) {
+	a1, a2 := "127.0.0.1:9101", "127.0.0.1:9102" // parsed, never listened on
 	tests := []struct {
 		name    string
 		in      string
 		want    hookSpec
 		wantErr bool
 	}{
-		{name: "address only", in: "127.0.0.1:9101", want: hookSpec{Addr: "127.0.0.1:9101", Down: downRefuse}},
+		{name: "address only", in: "127.0.0.1:9101", want: hookSpec{Addr: a1, Down: downRefuse}},
 		{name: "every fault", in: "127.0.0.1:9102,fail-pct=10,down-at=10s,down-for=20s,down=503",
-			want: hookSpec{Addr: "127.0.0.1:9102", FailPct: 10, DownAt: 10 * time.Second, DownFor: 20 * time.Second, Down: down503}},
+			want: hookSpec{Addr: a2, FailPct: 10, DownAt: 10 * time.Second, DownFor: 20 * time.Second, Down: down503}},
 		{name: "no port", in: "127.0.0.1", wantErr: true},
 		{name: "not key=value", in: "127.0.0.1:1,fail", wantErr: true},
 		{name: "unknown key", in: "127.0.0.1:1,slow=1s", wantErr: true},
