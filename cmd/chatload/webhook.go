@@ -136,6 +136,9 @@ type hookCounts struct {
 	BadPayloads       int64 `json:"bad_payloads"`
 	Injected          int64 `json:"injected_failures"` // answered 500 by fail-pct
 	DownAnswers       int64 `json:"down_answers"`      // answered 503 in an outage
+	// Connections is how many TCP connections the sender opened: about one
+	// per request when its client keeps too few idle connections.
+	Connections int64 `json:"connections"`
 }
 
 func newHookReceiver(sp hookSpec, key []byte, log func(string, ...any)) *hookReceiver {
@@ -155,7 +158,7 @@ func (r *hookReceiver) start() error {
 }
 
 func (r *hookReceiver) serveLocked(ln net.Listener) {
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ConnState: r.connState}
 	r.srv = srv
 	r.wg.Add(1)
 	go func() {
@@ -212,6 +215,14 @@ func (r *hookReceiver) comeBack(ctx context.Context) {
 	r.down, r.upAt = false, r.now()
 	r.mu.Unlock()
 	r.log("webhook receiver %s: up again", r.spec.Addr)
+}
+
+func (r *hookReceiver) connState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		r.mu.Lock()
+		r.counts.Connections++
+		r.mu.Unlock()
+	}
 }
 
 // stop closes the server and waits for the receiver's goroutines; the
