@@ -13,6 +13,7 @@
 #                    see chatload --webhook-receiver)
 #   BENCH_PORT, HOOK_PORT1, HOOK_PORT2   chatd's and the receivers' ports (default: free ones)
 #   CHATD_BIN        as in scripts/bench.sh
+# Free ports are found with ss (iproute2).
 # chatd's webhook retries (default 10 attempts, waits doubling from 1 s to
 # 1 min) outlast a 20 s outage, so no event is set aside; for longer outages
 # add --webhook-max-attempts to the chatd flags.
@@ -30,14 +31,17 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" = "--" ] && shift
 
-# free_port prints a loopback port nothing listens on and not in $taken.
+# free_port prints a port below the kernel's ephemeral range (where
+# outgoing connections, many while chatd's webhooks run, take their local
+# ports) that no socket uses and that is not in $taken.
 taken=" "
 free_port() {
-	local p
+	local p lo
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((10000 + RANDOM % (lo - 10000)))
 		case $taken in *" $p "*) continue ;; esac
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		if [ -z "$(ss -Htan "( sport = :$p )")" ]; then
 			taken+="$p "
 			echo "$p"
 			return
