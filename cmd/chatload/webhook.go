@@ -98,6 +98,10 @@ type hookCopy struct {
 	at        time.Time
 }
 
+// notifyType is an offline notification's payload type: signed and
+// retried like the chat's events, but not one of them, so only counted.
+const notifyType = "chat.notify"
+
 // evKey names an event by chat and seq, as accepted sends are recorded.
 type evKey struct {
 	chat string
@@ -136,6 +140,7 @@ type hookCounts struct {
 	BadPayloads       int64 `json:"bad_payloads"`
 	Injected          int64 `json:"injected_failures"` // answered 500 by fail-pct
 	DownAnswers       int64 `json:"down_answers"`      // answered 503 in an outage
+	Notifies          int64 `json:"notify_events"`     // chat.notify accepted, not reconciled
 	// Connections is how many TCP connections the sender opened: about one
 	// per request when its client keeps too few idle connections.
 	Connections int64 `json:"connections"`
@@ -278,6 +283,13 @@ func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "injected failure (chatload --webhook-receiver fail-pct)", http.StatusInternalServerError)
 		return
 	}
+	if c.kind == notifyType {
+		r.mu.Lock()
+		r.counts.Notifies++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	// Recorded before the answer: the sender posts a chat's next event
 	// only after this one's 2xx, so the record order is the chat's order.
 	r.mu.Lock()
@@ -361,6 +373,13 @@ func decodeHook(c hookCopy, body []byte) (hookCopy, string) {
 		return c, fmt.Sprintf("webhook %s: payload: %v", c.webhookID, err)
 	}
 	d := p.Data
+	if p.Type == notifyType {
+		if d.ChatID == "" {
+			return c, fmt.Sprintf("webhook %s: a %s without data.chat_id", c.webhookID, notifyType)
+		}
+		c.kind, c.chat = p.Type, d.ChatID
+		return c, ""
+	}
 	if !strings.HasPrefix(p.Type, "chat.") || d.ChatID == "" || d.ChatID != d.Event.Chat || d.Seq <= 0 || d.Seq != d.Event.Seq || d.Event.ID == "" {
 		return c, fmt.Sprintf("webhook %s: inconsistent payload (type %q, chat %q/%q, seq %d/%d, id %q)",
 			c.webhookID, p.Type, d.ChatID, d.Event.Chat, d.Seq, d.Event.Seq, d.Event.ID)

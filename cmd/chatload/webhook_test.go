@@ -171,3 +171,26 @@ func TestSmokeWebhooks(t *testing.T) {
 		t.Errorf("503 receiver: got 0 answers while down, want some")
 	}
 }
+
+func TestDecodeHook(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantKind string
+		ok       bool
+	}{
+		{name: "a message", body: `{"type":"chat.message","data":{"chat_id":"c","seq":3,"event":{"id":"m","chat":"c","seq":3}}}`, wantKind: "chat.message", ok: true},
+		{name: "a notification", body: `{"type":"chat.notify","data":{"id":"ntf_1","user":"bob","chat_id":"c","seq":3}}`, wantKind: notifyType, ok: true},
+		{name: "a notification without its chat", body: `{"type":"chat.notify","data":{"id":"ntf_1"}}`},
+		{name: "seq disagrees", body: `{"type":"chat.message","data":{"chat_id":"c","seq":4,"event":{"id":"m","chat":"c","seq":3}}}`},
+		{name: "not JSON", body: `{`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, why := decodeHook(hookCopy{webhookID: "w"}, []byte(tt.body))
+			if (why == "") != tt.ok || (tt.ok && c.kind != tt.wantKind) {
+				t.Errorf("got kind %q, refusal %q; want kind %q, accepted %v", c.kind, why, tt.wantKind, tt.ok)
+			}
+		})
+	}
+}
