@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -121,7 +122,8 @@ type hookReceiver struct {
 	now  func() time.Time
 	log  func(format string, a ...any)
 
-	wg sync.WaitGroup // the serving and fault goroutines
+	wg    sync.WaitGroup // the serving and fault goroutines
+	conns atomic.Int64   // connections accepted
 
 	mu      sync.Mutex
 	srv     *http.Server // nil while refusing
@@ -192,13 +194,22 @@ func (r *hookReceiver) startFaults(ctx context.Context, loadStart time.Time) {
 
 func (r *hookReceiver) goDown() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.down, r.downAt = true, r.now()
-	if r.spec.Down == downRefuse && r.srv != nil {
-		r.srv.Close() //nolint:errcheck // closes the listener and every connection
-		r.srv = nil
+	var srv *http.Server
+	if r.spec.Down == downRefuse {
+		srv, r.srv = r.srv, nil
 	}
+	r.mu.Unlock()
+	r.closeServer(srv)
 	r.log("webhook receiver %s: down (%s)", r.spec.Addr, r.spec.Down)
+}
+
+// closeServer closes srv's listener and connections; called without mu,
+// since Close waits for Serve, which may wait for a handler holding it.
+func (r *hookReceiver) closeServer(srv *http.Server) {
+	if srv != nil {
+		srv.Close() //nolint:errcheck // the listener and every connection go
+	}
 }
 
 // comeBack ends the outage; a refusing receiver listens again on its
@@ -224,9 +235,7 @@ func (r *hookReceiver) comeBack(ctx context.Context) {
 
 func (r *hookReceiver) connState(_ net.Conn, st http.ConnState) {
 	if st == http.StateNew {
-		r.mu.Lock()
-		r.counts.Connections++
-		r.mu.Unlock()
+		r.conns.Add(1)
 	}
 }
 
@@ -234,11 +243,10 @@ func (r *hookReceiver) connState(_ net.Conn, st http.ConnState) {
 // caller ends the context given to startFaults first.
 func (r *hookReceiver) stop() {
 	r.mu.Lock()
-	if r.srv != nil {
-		r.srv.Close() //nolint:errcheck // the run is over
-		r.srv = nil
-	}
+	srv := r.srv
+	r.srv = nil
 	r.mu.Unlock()
+	r.closeServer(srv)
 	r.wg.Wait()
 }
 
@@ -406,5 +414,7 @@ func (r *hookReceiver) has(want []expectedEvent) int {
 func (r *hookReceiver) snapshot() (copies []hookCopy, counts hookCounts, whys []string, downAt, upAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]hookCopy(nil), r.copies...), r.counts, append([]string(nil), r.badWhys...), r.downAt, r.upAt
+	counts = r.counts
+	counts.Connections = r.conns.Load()
+	return append([]hookCopy(nil), r.copies...), counts, append([]string(nil), r.badWhys...), r.downAt, r.upAt
 }
