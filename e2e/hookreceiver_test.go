@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/client"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // hookCopy is one request the receiver accepted: the event it carried and
@@ -157,6 +158,13 @@ func (r *hookReceiver) distinct(t *testing.T) int {
 		seen[c.eventID] = true
 	}
 	return len(seen)
+}
+
+// hookMetric is the named webhook metric of the endpoint at url on chatd's
+// /metrics (its own series: the endpoint's offline notifications have
+// another, under the consumer name and -notify); 0 if it cannot be read.
+func hookMetric(addr, name, url string) float64 {
+	return metricValue(addr, name+`{endpoint="`+webhook.ConsumerName(url)+`"}`)
 }
 
 // metricValue adds up every series of the named metric on chatd's

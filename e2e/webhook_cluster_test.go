@@ -41,7 +41,8 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	// cluster.sh passes its environment to every chatd.
-	t.Setenv("CHATD_WEBHOOK", srv.URL+"/cluster")
+	hookURL := srv.URL + "/cluster"
+	t.Setenv("CHATD_WEBHOOK", hookURL)
 	t.Setenv("CHATD_WEBHOOK_SECRET", "whsec_"+base64.StdEncoding.EncodeToString(key))
 
 	c := mustLocalCluster(t)
@@ -54,7 +55,7 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 	delivering := func(among []string) []string {
 		var on []string
 		for _, n := range among {
-			if metricValue(addr[n], "chatd_webhook_delivering") == 1 {
+			if hookMetric(addr[n], "chatd_webhook_delivering", hookURL) == 1 {
 				on = append(on, n)
 			}
 		}
@@ -143,11 +144,11 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 	// The survivor's own count agrees with the receiver's; the third node
 	// posted nothing.
 	testwait.For(t, 10*time.Second, second+"'s delivered count matches the receiver's", func() bool {
-		return metricValue(addr[second], "chatd_webhook_delivered_total") == float64(byNode[second])
+		return hookMetric(addr[second], "chatd_webhook_delivered_total", hookURL) == float64(byNode[second])
 	})
 	for _, n := range survivors {
 		if n != second {
-			if got := metricValue(addr[n], "chatd_webhook_delivered_total"); got != 0 {
+			if got := hookMetric(addr[n], "chatd_webhook_delivered_total", hookURL); got != 0 {
 				t.Fatalf("%s, standing by, counted %v webhook posts delivered, want 0", n, got)
 			}
 		}

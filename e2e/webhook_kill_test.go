@@ -34,7 +34,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	t.Cleanup(func() { p.terminate(t) })
 	// The endpoint receives what is accepted once its consumer exists.
 	testwait.For(t, 15*time.Second, "chatd delivers to the webhook", func() bool {
-		return metricValue(p.addr, "chatd_webhook_delivering") == 1
+		return hookMetric(p.addr, "chatd_webhook_delivering", srv.URL) == 1
 	})
 	url := "http://" + p.addr
 
