@@ -120,7 +120,6 @@ type hookReceiver struct {
 	spec hookSpec
 	key  []byte
 	now  func() time.Time
-	log  func(format string, a ...any)
 
 	wg    sync.WaitGroup // the serving and fault goroutines
 	conns atomic.Int64   // connections accepted
@@ -148,8 +147,8 @@ type hookCounts struct {
 	Connections int64 `json:"connections"`
 }
 
-func newHookReceiver(sp hookSpec, key []byte, log func(string, ...any)) *hookReceiver {
-	return &hookReceiver{spec: sp, key: key, now: time.Now, log: log, first: map[evKey]int{}}
+func newHookReceiver(sp hookSpec, key []byte) *hookReceiver {
+	return &hookReceiver{spec: sp, key: key, now: time.Now, first: map[evKey]int{}}
 }
 
 // start listens on the spec's address and serves until stop.
@@ -201,7 +200,6 @@ func (r *hookReceiver) goDown() {
 	}
 	r.mu.Unlock()
 	r.closeServer(srv)
-	r.log("webhook receiver %s: down (%s)", r.spec.Addr, r.spec.Down)
 }
 
 // closeServer closes srv's listener and connections; called without mu,
@@ -230,7 +228,6 @@ func (r *hookReceiver) comeBack(ctx context.Context) {
 	r.mu.Lock()
 	r.down, r.upAt = false, r.now()
 	r.mu.Unlock()
-	r.log("webhook receiver %s: up again", r.spec.Addr)
 }
 
 func (r *hookReceiver) connState(_ net.Conn, st http.ConnState) {

@@ -165,9 +165,10 @@ func startHooks(ctx context.Context, cfg *Config) (*hookSet, error) {
 	}
 	hs := &hookSet{}
 	hs.ctx, hs.cancel = context.WithCancel(ctx)
-	log := func(format string, a ...any) { fmt.Fprintf(cfg.Out, format+"\n", a...) }
 	for _, sp := range cfg.webhookSpecs {
-		r := newHookReceiver(sp, key, log)
+		// The outage's times are in the report: a line now would race the
+		// monitor's progress lines on cfg.Out.
+		r := newHookReceiver(sp, key)
 		if err := r.start(); err != nil {
 			hs.stop()
 			return nil, err
