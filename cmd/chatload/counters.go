@@ -12,12 +12,14 @@ import (
 // chatdCounters are the chatd metrics that tell why clients were closed or
 // held back: closes by code, withdrawals by reason, frames a full outbound
 // queue refused, and pacing (deliveries held for a connection at its
-// max-pending budget). Read from the first node once the load has drained.
+// max-pending budget, and those still held, none once drained). Read from
+// the first node once the load has drained.
 var chatdCounters = []string{
 	"chatd_ws_closes_total",
 	"chatd_push_withdrawn_total",
 	"chatd_ws_outbound_full_total",
 	"chatd_push_paced_total",
+	"chatd_push_held", // after the drain, anything but none is a leak
 	`chatd_push_delivered_frames_total{path="released"}`,
 	`chatd_push_delivered_frames_total{path="redelivery"}`,
 	"chatd_http_connections_refused_total",

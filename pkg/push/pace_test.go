@@ -9,7 +9,41 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/prometheus/client_golang/prometheus"
 )
+
+// metricValue reads the value of the sample of metric name whose labels include
+// the label pairs given (name, value, ...), or fails.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue next
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("%s%v is not registered", name, labels)
+	return 0
+}
 
 func ids(ms []chatd.Message) []string {
 	out := make([]string, len(ms))
@@ -24,7 +58,8 @@ func ids(ms []chatd.Message) []string {
 // each message once, and the stream messages are acked as it goes.
 func TestBurstBeyondBudgetIsPacedNotClosed(t *testing.T) {
 	e := mustEnv(t)
-	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.MaxPending = 2 })
+	reg := prometheus.NewRegistry()
+	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.MaxPending = 2; c.Registerer = reg })
 	bob := &recConn{user: "bob", device: "phone"}
 	r.Attach(bob)
 	var sent []chatd.Message
@@ -40,6 +75,9 @@ func TestBurstBeyondBudgetIsPacedNotClosed(t *testing.T) {
 	if got := len(bob.received()); got != 2 {
 		t.Fatalf("bob got %d frames of the burst, want 2 (his budget)", got)
 	}
+	if got := metricValue(t, reg, "chatd_push_held"); got != 3 {
+		t.Fatalf("chatd_push_held %v during the burst, want 3", got)
+	}
 	for n := 2; n < 5; n += 2 {
 		r.Ack(bob, ids(bob.received()[n-2:n]))
 		want := min(n+2, 5)
@@ -52,6 +90,11 @@ func TestBurstBeyondBudgetIsPacedNotClosed(t *testing.T) {
 	}
 	if got := bob.closedWith(); got != 0 {
 		t.Fatalf("bob closed with %v, want open", got)
+	}
+	held, paced := metricValue(t, reg, "chatd_push_held"), metricValue(t, reg, "chatd_push_paced_total", "path", "stream")
+	released := metricValue(t, reg, "chatd_push_delivered_frames_total", "path", "released")
+	if held != 0 || paced != 3 || released != 3 {
+		t.Fatalf("held %v, paced %v, released %v after the burst; want 0, 3, 3", held, paced, released)
 	}
 }
 
