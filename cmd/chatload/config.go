@@ -126,6 +126,16 @@ type Config struct {
 	MaxAttempts int
 	MaxPending  int
 	Grace       time.Duration
+	// ProcessCost is the CPU each client's app spends on every message it
+	// is handed, before it takes the next (app.go). Zero: none.
+	ProcessCost time.Duration
+	// ReadAhead is how many deliveries a client's SDK reads, and acks,
+	// ahead of its app (client.Config.EventBuffer). 1: acks follow the
+	// app's processing. Zero: 16.
+	ReadAhead int
+	// AuditEvery is about how often each client reads the tail of its
+	// chat's history over REST during the load. Zero: never.
+	AuditEvery time.Duration
 	// AckDelay is each client's ack batching window (client.Config.AckDelay):
 	// 0 acks every delivery at once, as a client without batching does.
 	AckDelay time.Duration
@@ -200,6 +210,7 @@ func (c *Config) setDefaults() error {
 		c.BaselineFactor = baselineFactor
 	}
 	setZero(&c.BodyBytes, 64)
+	setZero(&c.ReadAhead, 16)
 	setZero(&c.ConnectRate, 500)
 	if c.Drain <= 0 {
 		c.Drain = 30 * time.Second
@@ -244,6 +255,9 @@ func (c *Config) validate() error {
 	}
 	if c.PoisonRate < 0 || c.TypingFloodRate < 0 {
 		errs = append(errs, errors.New("poison-rate and typing-flood-rate must be ≥ 0"))
+	}
+	if c.ProcessCost < 0 || c.ReadAhead < 0 || c.AuditEvery < 0 {
+		errs = append(errs, errors.New("process-cost, read-ahead and audit-every must be ≥ 0"))
 	}
 	if c.Rate < 0 || c.Duration <= 0 || c.Warmup < 0 {
 		errs = append(errs, errors.New("rate must be ≥ 0 and duration > 0, warmup ≥ 0"))
@@ -294,6 +308,9 @@ func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", os.Getenv("CHATD_WEBHOOK_SECRET"), "the target's whsec_ webhook secret, to verify signatures (env CHATD_WEBHOOK_SECRET)")
 	fs.DurationVar(&c.WebhookWait, "webhook-wait", 5*time.Minute, "how long to wait after the drain for every webhook receiver to hold every accepted event")
 	fs.DurationVar(&c.AckDelay, "ack-delay", 50*time.Millisecond, "how long a client collects delivered ids before one ack frame (the Go SDK's default); 0: an ack frame per delivery, as a client without batching sends")
+	fs.DurationVar(&c.ProcessCost, "process-cost", 0, "CPU each client's app spends on every message it is handed (a busy loop) before it takes the next")
+	fs.IntVar(&c.ReadAhead, "read-ahead", 16, "deliveries a client's SDK reads and acks ahead of its app; 1: acks follow the app's processing")
+	fs.DurationVar(&c.AuditEvery, "audit-every", 0, "each client reads its chat's latest history page over REST about this often during the load (0: never)")
 	fs.IntVar(&c.BodyBytes, "body-bytes", 64, "message body size")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long to wait after the load for delivery and the outbox to drain")
 	fs.IntVar(&c.ConnectRate, "connect-rate", 500, "new connections per second during setup")

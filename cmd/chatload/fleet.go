@@ -28,6 +28,7 @@ type loadClient struct {
 	stalls  bool       // set for a client that stops acking at times
 	stalled atomic.Bool
 
+	highSeq   atomic.Int64 // the highest seq handed to it in its first chat, for audits
 	inflight  atomic.Int64
 	jobs      chan func()   // hands a send to an idle send worker; closed by closeJobs
 	connected chan struct{} // closed at its first hello
@@ -64,6 +65,7 @@ type fleet struct {
 	skipped, drops, stallsBegun atomic.Int64
 
 	mix *mixState // the mixed scenario's state; nil in the others
+	app appStats
 }
 
 // newFleet creates the clients (not yet connected). A shuffled permutation
@@ -93,11 +95,12 @@ func newFleet(cfg *Config, p *plan, rec *recorder, t *target) (*fleet, error) {
 		}
 		f.clients = append(f.clients, lc)
 	}
+	rec.faulty = make([]bool, n)
+	for i := range rec.faulty {
+		rec.faulty[i] = role[i] != 0
+	}
 	return f, nil
 }
-
-// eventBuffer is the capacity of a (non-stalling) load client's event channel.
-const eventBuffer = 16
 
 func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient, error) {
 	tok, err := t.token(user)
@@ -106,11 +109,11 @@ func (f *fleet) newClient(i int, user string, role byte, t *target) (*loadClient
 	}
 	lc := &loadClient{idx: i, jobs: make(chan func()), connected: make(chan struct{}), done: make(chan struct{}), stalls: role == 's'}
 	// EventBuffer: each client's events are recorded by a goroutine of its
-	// own as they come, so sixteen absorb a burst. The SDK's default
+	// own as they come, so sixteen (ReadAhead's default) absorb a burst. The SDK's default
 	// of 1024 (448 bytes each, holding pointers) made 10,000 clients' event
 	// channels 4.6 GB that every GC cycle scanned: a quarter of chatload's
 	// CPU in groups 200 x 50.
-	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger, HTTPClient: f.http, EventBuffer: eventBuffer,
+	ccfg := client.Config{URL: t.clientURL(i), URLs: t.fallbackURLs(i), Token: tok, Logger: f.cfg.Logger, HTTPClient: f.http, EventBuffer: f.cfg.ReadAhead,
 		AckDelay: cmp.Or(f.cfg.AckDelay, -1)}
 	if lc.stalls {
 		// A one-event buffer makes a stalled consumer stop the SDK's
@@ -226,6 +229,10 @@ func (f *fleet) handle(lc *loadClient, ev client.Event) {
 	switch ev.Kind {
 	case client.EventMessage:
 		f.rec.deliver(lc.idx, ev.Message, ev.Via, time.Now())
+		process(f.cfg.ProcessCost)
+		if chats := f.plan.clientChats[lc.idx]; f.cfg.AuditEvery > 0 && len(chats) > 0 && ev.Message.Chat == f.plan.chats[chats[0]].id {
+			lc.noteSeq(ev.Message.Seq)
+		}
 		if f.mix != nil {
 			f.mix.derived[lc.idx].apply(ev.Message)
 		}

@@ -127,6 +127,17 @@ func runLoad(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 
 	rep = buildReport(&cfg, tgt, p, rec, fl, mon, run, deliveryDrain)
+	if rep.StallingClients+rep.DroppingClients > 0 {
+		q := rec.steadyLat.summary()
+		rep.SendToDeliveredSteady = &q
+	}
+	if rep.ChatdCounters, err = scrapeCounters(ctx, hc, tgt.url); err != nil {
+		rep.ChatdCountersNote, err = err.Error(), nil
+	}
+	if cfg.AuditEvery > 0 {
+		rep.Audits = &AuditReport{Reads: fl.app.audits.Load(), Errors: fl.app.auditErrors.Load(),
+			Messages: fl.app.auditMsgs.Load(), Latency: fl.app.auditLat.summary()}
+	}
 	rep.Webhooks = hookReps
 	for _, w := range hookReps {
 		rep.Pass = rep.Pass && w.Pass
@@ -189,6 +200,7 @@ func runLoadPhase(ctx context.Context, cfg *Config, rec *recorder, fl *fleet, ba
 	defer warm.Stop()
 	fl.startDrops()
 	fl.startTyping()
+	fl.startAudits()
 	lctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
 	// The bad clients stop with the load: the drain after it is the good
@@ -237,6 +249,8 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 			"duration": cfg.Duration.String(), "warmup": cfg.Warmup.String(),
 			"stall_pct": cfg.StallPct, "stall_for": cfg.StallFor.String(), "drop_pct": cfg.DropPct, "drop_every": cfg.DropEvery.String(),
 			"body_bytes": cfg.BodyBytes, "lease": cfg.Lease.String(), "max_attempts": cfg.MaxAttempts,
+			"ack_delay": cfg.AckDelay.String(), "process_cost": cfg.ProcessCost.String(), "read_ahead": cfg.ReadAhead,
+			"audit_every": cfg.AuditEvery.String(),
 			"max_pending": cfg.MaxPending, "grace": cfg.Grace.String(),
 			"mix": cfg.Mix, "meta_pct": cfg.MetaPct, "typing_rate": cfg.TypingRate,
 			"poison_pct": cfg.PoisonPct, "poison_rate": cfg.PoisonRate, "poison_mix": cfg.PoisonMix,

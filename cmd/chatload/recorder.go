@@ -94,6 +94,11 @@ type recorder struct {
 	// often arrive by a gap fetch from history, so the live-only figures
 	// would leave out exactly the slow ones.
 	handLat, handIv histogram
+	// faulty marks the clients that stall or drop (set before the load);
+	// steadyLat times live deliveries to the others alone, so a fault
+	// injected into some clients does not hide what the rest saw.
+	faulty    []bool
+	steadyLat histogram
 }
 
 func newRecorder(p *plan, runID string, start time.Time) *recorder {
@@ -225,6 +230,9 @@ func (r *recorder) deliver(recipient int, m chatd.Message, via client.Via, at ti
 	if via == client.ViaLive {
 		r.deliverLat.record(d)
 		r.deliverIv.record(d)
+		if recipient < len(r.faulty) && !r.faulty[recipient] {
+			r.steadyLat.record(d)
+		}
 	}
 }
 

@@ -57,6 +57,9 @@ type Report struct {
 	SendToAccepted  Quantiles `json:"send_to_accepted"`
 	SendToDelivered Quantiles `json:"send_to_delivered_live"`
 	SendToHandedOut Quantiles `json:"send_to_handed_out"` // live or from history
+	// SendToDeliveredSteady is SendToDelivered for the clients that neither
+	// stall nor drop; absent when none does.
+	SendToDeliveredSteady *Quantiles `json:"send_to_delivered_live_steady,omitempty"`
 
 	OutboxObserved   bool    `json:"outbox_observed"`
 	OutboxNote       string  `json:"outbox_note,omitempty"`
@@ -74,6 +77,15 @@ type Report struct {
 	// span (PostgreSQL: the processes named postgres under chatd).
 	CPUPerMessage *cpuCost `json:"cpu_per_accepted,omitempty"`
 	RSSPerConnKiB float64  `json:"rss_per_connection_kib,omitempty"`
+
+	// ChatdCounters are the first node's non-zero close, withdrawal,
+	// queue-full and pacing counters after the drain (counters.go), since
+	// it started; ChatdCountersNote says why they are missing.
+	ChatdCounters     map[string]float64 `json:"chatd_counters,omitempty"`
+	ChatdCountersNote string             `json:"chatd_counters_note,omitempty"`
+	// Audits is the clients' history reads during the load; absent without
+	// --audit-every.
+	Audits *AuditReport `json:"audits,omitempty"`
 
 	// Mixed is the mixed scenario's part; absent in the others.
 	Mixed *MixedReport `json:"mixed,omitempty"`
@@ -126,6 +138,9 @@ func (r *Report) writeText(w io.Writer) {
 	p("send→accepted     %s", fmtQ(r.SendToAccepted))
 	p("send→delivered    %s (live only)", fmtQ(r.SendToDelivered))
 	p("send→handed out   %s (live or history)", fmtQ(r.SendToHandedOut))
+	if r.SendToDeliveredSteady != nil {
+		p("  steady clients  %s (live, to clients that neither stall nor drop)", fmtQ(*r.SendToDeliveredSteady))
+	}
 	if r.OutboxObserved {
 		drain := "did NOT drain"
 		if r.OutboxDrained {
@@ -145,6 +160,14 @@ func (r *Report) writeText(w io.Writer) {
 	if r.ProcNote != "" {
 		p("                  %s", r.ProcNote)
 	}
+	if r.Audits != nil {
+		p("audits            %d history reads (%d errors, %d messages); %s", r.Audits.Reads, r.Audits.Errors, r.Audits.Messages, fmtQ(r.Audits.Latency))
+	}
+	if r.ChatdCountersNote != "" {
+		p("chatd counters    not read: %s", r.ChatdCountersNote)
+	} else {
+		p("chatd counters    %s", fmtFloats(r.ChatdCounters))
+	}
 	if r.Mixed != nil {
 		r.Mixed.writeText(p)
 	}
@@ -162,6 +185,25 @@ func (r *Report) writeText(w io.Writer) {
 	if r.RSSPerConnKiB > 0 {
 		p("RSS/connection    %.1f KiB", r.RSSPerConnKiB)
 	}
+}
+
+// AuditReport is what the clients' history reads (--audit-every) saw.
+type AuditReport struct {
+	Reads    int64     `json:"reads"`
+	Errors   int64     `json:"errors"`
+	Messages int64     `json:"messages"`
+	Latency  Quantiles `json:"latency"`
+}
+
+func fmtFloats(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+	}
+	return strings.Join(parts, " ")
 }
 
 func fmtQ(q Quantiles) string {

@@ -60,16 +60,17 @@ func TestSmokeMixed(t *testing.T) {
 }
 
 // TestSmokeFaults stalls and drops clients so that chatd abandons some
-// (lease 1 s, 2 attempts, 3 pending) and others reconnect after a cut:
+// (lease 500 ms, 2 attempts, 3 pending) and others reconnect after a cut:
 // every accepted message must still reach every recipient, via history.
-// A stalled client receives ~5 msg/s, so it passes 3 pending within a
-// second of a 3 s stall even on a loaded machine.
+// A stalled client receives ~5 msg/s and is paced at 3 un-acked; the
+// first of them has its last lease end about 1.3 s into the stall (the
+// settle wait, two leases), before the shortest stall (1.5 s) ends.
 func TestSmokeFaults(t *testing.T) {
 	dir := t.TempDir()
 	rep := mustRun(t, Config{
-		Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 5 * time.Second,
+		Scenario: scenarioPairs, Clients: 20, Rate: 100, Duration: 6 * time.Second,
 		StallPct: 20, StallFor: 3 * time.Second, DropPct: 20, DropEvery: time.Second,
-		Lease: time.Second, MaxAttempts: 2, MaxPending: 3,
+		Lease: 500 * time.Millisecond, MaxAttempts: 2, MaxPending: 3,
 		JSONPath: filepath.Join(dir, "r.json"), HTMLPath: filepath.Join(dir, "r.html"),
 	})
 	if rep.Accepted == 0 {
@@ -90,6 +91,25 @@ func TestSmokeFaults(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "r.html")); !strings.Contains(string(b), "<svg") || strings.Contains(string(b), "<script") {
 		t.Errorf("html report: want inline svg and no script")
+	}
+}
+
+// TestSmokeAppWork runs clients whose app spends CPU on each message with
+// the SDK reading one ahead, audits history over REST, and stalls some:
+// the report must count the audits, read chatd's counters, and time the
+// steady clients apart.
+func TestSmokeAppWork(t *testing.T) {
+	rep := mustRun(t, Config{Scenario: scenarioGroups, Groups: 4, Members: 5, Rate: 50, Duration: 3 * time.Second,
+		ProcessCost: 200 * time.Microsecond, ReadAhead: 1, AuditEvery: 500 * time.Millisecond,
+		StallPct: 20, StallFor: time.Second})
+	if a := rep.Audits; a == nil || a.Reads == 0 || a.Errors != 0 || a.Messages == 0 {
+		t.Errorf("got audits %+v, want reads and messages > 0 without errors", a)
+	}
+	if rep.ChatdCountersNote != "" {
+		t.Errorf("chatd counters not read: %s", rep.ChatdCountersNote)
+	}
+	if q := rep.SendToDeliveredSteady; q == nil || q.Count == 0 || q.Count >= rep.SendToDelivered.Count {
+		t.Errorf("got steady clients' deliveries %+v, want some, fewer than all %d", q, rep.SendToDelivered.Count)
 	}
 }
 

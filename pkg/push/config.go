@@ -22,6 +22,9 @@ const (
 	DefaultMaxAttempts   = 3
 	DefaultMaxPending    = 20
 	DefaultCheckInterval = time.Second
+	// DefaultHeldPerPending sizes Config.MaxHeld: a connection may fall this
+	// many budgets behind a burst before it is closed overloaded.
+	DefaultHeldPerPending = 10
 )
 
 // Config configures a Registry. Zero values take the documented defaults
@@ -45,10 +48,14 @@ type Config struct {
 	// sent, it only makes sure the abandon happens before JetStream gives the
 	// message up. Zero means DefaultMaxAttempts.
 	MaxAttempts int
-	// MaxPending is how many stream messages one connection may hold
-	// un-acked; one more and it is closed as overloaded. Zero means
-	// DefaultMaxPending.
+	// MaxPending is how many frames one connection may have un-acked (its
+	// budget): past it, new messages are held for it and sent as it acks
+	// (pace.go). Zero means DefaultMaxPending.
 	MaxPending int
+	// MaxHeld bounds the messages held for one connection at its budget;
+	// one more and it is withdrawn as overloaded. Zero means
+	// DefaultHeldPerPending × MaxPending.
+	MaxHeld int
 	// Grace spares a connection younger than this from the attempts reaper.
 	// Zero (the default) means no grace: measured counter-productive under load.
 	Grace time.Duration
@@ -114,6 +121,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxHeld <= 0 {
+		c.MaxHeld = DefaultHeldPerPending * c.MaxPending
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 65536

@@ -36,6 +36,13 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 				}
 				continue
 			}
+			// A connection at its budget gets the message from the stream
+			// delivery, held until its acks make room (pace.go).
+			if r.atBudgetLocked(s) {
+				missed = true
+				r.metrics.pacedFast.Inc()
+				continue
+			}
 			if out == nil {
 				out = NewOutgoing(m)
 			}
@@ -44,6 +51,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
 				s.fast[m.ID] = fastEntry{at: now, m: &out.Message}
+				s.inflight++
 				if r.settle.on {
 					got = append(got, s)
 				}
@@ -85,8 +93,8 @@ func (r *Registry) handle(msg jetstream.Msg) {
 			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
-	// The overload reaper: a connection holding more than MaxPending
-	// un-acked messages is withdrawn, so it cannot pin the floor.
+	// The overload reaper: a connection with more than MaxHeld messages
+	// held back by pacing is withdrawn, so it cannot pin the floor.
 	for _, c := range over {
 		r.Withdraw(c, ReasonOverloaded)
 	}
@@ -95,7 +103,7 @@ func (r *Registry) handle(msg jetstream.Msg) {
 // deliver records the delivery and sends frames. It returns true when no
 // local recipient needs the message, so it can be acked at once (offline
 // recipients hold nothing: they recover from history), and the connections
-// that went over MaxPending.
+// that went over MaxHeld.
 func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *chatd.Envelope) (bool, []Conn) {
 	seq := meta.Sequence.Stream
 	now := r.cfg.Now()
@@ -110,7 +118,10 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	case d != nil:
 		// JetStream redelivered: the lease expired with recipients waiting.
 		d.msg = msg
-		for s := range d.waiting {
+		for s, held := range d.waiting {
+			if held {
+				continue // not sent yet: its frame goes out when released
+			}
 			if s.conn.Deliver(&d.m) {
 				r.metrics.framesRedelivery.Inc()
 				r.metrics.redeliveries.Inc()
@@ -132,7 +143,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	}
 	var over []Conn
 	for s := range d.waiting {
-		if len(s.pending) > r.cfg.MaxPending {
+		if r.overHeldLocked(s) {
 			over = append(over, s.conn)
 		}
 	}
@@ -158,11 +169,16 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 			if d.waiting == nil {
 				// Made here, not with d: in pairs the fast path's ack has
 				// usually come first, and nobody waits.
-				d.waiting = make(map[*session]struct{}, 1)
+				d.waiting = make(map[*session]bool, 1)
 			}
-			d.waiting[s] = struct{}{}
-			s.pending[d.seq] = d
-			if !fast && s.conn.Deliver(&d.m) {
+			switch {
+			case fast:
+				// Sent by the fast path: already in flight, its lease starts now.
+				d.waiting[s] = false
+				s.pending[d.seq] = d
+			case r.atBudgetLocked(s):
+				r.holdLocked(s, d)
+			case r.sendLocked(s, d):
 				r.metrics.framesStream.Inc()
 				r.metrics.firstFrames.Inc()
 				sent = true
@@ -175,6 +191,7 @@ func (r *Registry) fanOutLocked(d *delivery, recipients []string) (sent bool) {
 // Ack records that c has the messages with these ids. Each id leaves c's
 // pending set individually, so the pin only rises when the lowest one is
 // acked. A stream message is acked once no local recipient waits for it.
+// Each ack frees a place in c's budget for a message held back (pace.go).
 // Acks from a connection that is no longer registered are ignored.
 func (r *Registry) Ack(c Conn, ids []string) {
 	now := r.cfg.Now()
@@ -191,8 +208,7 @@ func (r *Registry) Ack(c Conn, ids []string) {
 			if _, ok := d.waiting[s]; !ok {
 				continue
 			}
-			delete(d.waiting, s)
-			delete(s.pending, d.seq)
+			r.doneLocked(s, d)
 			r.metrics.ackSeconds.Observe(now.Sub(d.sentAt).Seconds())
 			if r.cfg.Acked != nil {
 				acked = append(acked, &d.m.Message)
@@ -205,12 +221,14 @@ func (r *Registry) Ack(c Conn, ids []string) {
 		if fe, ok := s.fast[id]; ok && !fe.acked {
 			fe.acked = true
 			s.fast[id] = fe
+			s.inflight--
 			r.settle.done(id)
 			if r.cfg.Acked != nil {
 				acked = append(acked, fe.m)
 			}
 		}
 	}
+	r.releaseLocked(s)
 	r.mu.Unlock()
 	r.metrics.acks.Add(float64(len(ids)))
 	for _, m := range acked {

@@ -10,14 +10,19 @@ type metrics struct {
 	connections prometheus.Gauge
 	// frames by path, each child looked up once: one is counted for every
 	// frame handed out, and WithLabelValues hashes and locks each time.
-	framesFast, framesStream, framesRedelivery prometheus.Counter
-	redeliveries                               prometheus.Counter
-	firstFrames                                prometheus.Counter
-	acks                                       prometheus.Counter
-	ackSeconds                                 prometheus.Histogram
-	withdrawn                                  *prometheus.CounterVec
-	consumerLost                               prometheus.Counter
-	alone                                      prometheus.Gauge
+	framesFast, framesStream, framesRedelivery, framesReleased prometheus.Counter
+	// held counts messages held for connections at their budget; paced and
+	// pacedFast count the stream deliveries held and the fast-path frames
+	// left to the stream for that reason (pace.go).
+	held             prometheus.Gauge
+	paced, pacedFast prometheus.Counter
+	redeliveries     prometheus.Counter
+	firstFrames      prometheus.Counter
+	acks             prometheus.Counter
+	ackSeconds       prometheus.Histogram
+	withdrawn        *prometheus.CounterVec
+	consumerLost     prometheus.Counter
+	alone            prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,12 +30,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	// used alone); a duplicate name on the app registry is a wiring bug and panics.
 	f := promauto.With(reg)
 	frames := f.NewCounterVec(prometheus.CounterOpts{
-		Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery).",
+		Name: "chatd_push_delivered_frames_total", Help: "msg frames handed to connections, by path (fast, stream, redelivery, released: held for a connection at its max-pending budget, sent once it acked).",
+	}, []string{"path"})
+	paced := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_push_paced_total",
+		Help: "Deliveries to a connection at its max-pending budget, by path: fast (left to the stream delivery), stream (held until the connection acks).",
 	}, []string{"path"})
 	m := &metrics{
 		framesFast:       frames.WithLabelValues("fast"),
 		framesStream:     frames.WithLabelValues("stream"),
 		framesRedelivery: frames.WithLabelValues("redelivery"),
+		framesReleased:   frames.WithLabelValues("released"),
+		paced:            paced.WithLabelValues("stream"),
+		pacedFast:        paced.WithLabelValues("fast"),
+		held: f.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_push_held", Help: "Messages held for connections at their max-pending budget, to send as they ack.",
+		}),
 		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_push_connections", Help: "Sessions registered for live delivery on this node.",
 		}),

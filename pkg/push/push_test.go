@@ -152,15 +152,21 @@ func TestStaleWithdrawAgainstSupersededConnIsNoop(t *testing.T) {
 	}
 }
 
-// More than MaxPending un-acked messages close the connection as overloaded.
+// The hold is bounded: one message more than MaxHeld held for a connection
+// withdraws it as overloaded (4001), and drops its pins.
 func TestOverloadReaper(t *testing.T) {
 	e := mustEnv(t)
-	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.MaxPending = 2 })
+	r := mustRegistry(t, e, "a", func(c *push.Config) { c.Lease = 10 * time.Second; c.MaxPending = 1; c.MaxHeld = 2 })
 	bob := &recConn{user: "bob", device: "phone"}
 	r.Attach(bob)
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		e.publish(t, "alice", "web", "bob")
 	}
+	testwait.Until(t, "two held", func() bool { return r.InFlight() == 3 })
+	if got := bob.closedWith(); got != 0 {
+		t.Fatalf("bob closed with %v holding MaxHeld messages, want open", got)
+	}
+	e.publish(t, "alice", "web", "bob")
 	testwait.Until(t, "overload close", func() bool { return bob.closedWith() == push.ReasonOverloaded })
 	if pins := r.Pins(); len(pins) != 0 {
 		t.Fatalf("pins after overload withdrawal: %+v", pins)

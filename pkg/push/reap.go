@@ -36,9 +36,13 @@ func (r *Registry) Reap() {
 	for _, s := range r.sessions {
 		for id, fe := range s.fast {
 			if fe.at.Before(cutoff) {
+				if !fe.acked {
+					s.inflight--
+				}
 				delete(s.fast, id)
 			}
 		}
+		r.releaseLocked(s)
 	}
 	r.mu.Unlock()
 	for _, c := range victims {

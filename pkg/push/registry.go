@@ -15,8 +15,16 @@ import (
 type session struct {
 	conn     Conn
 	attached time.Time
-	// pending holds the stream messages sent to this connection and not acked.
+	// pending holds the stream messages this connection waits for and has
+	// not acked: sent, or held back by pacing (pace.go).
 	pending pendingSet
+	// inflight counts frames handed and not acked: fast-path frames not yet
+	// acked and pending messages that were sent. It is paced to MaxPending.
+	inflight int
+	// held lists pending messages not sent yet, oldest first (entries acked
+	// since are skipped when released); nheld counts those still held.
+	held  []*delivery
+	nheld int
 	// fast remembers messages handed over by the fast path before their
 	// stream message arrived, so the stream delivery neither re-sends them
 	// nor waits for an ack that already came.
@@ -32,10 +40,12 @@ type fastEntry struct {
 // delivery is one stream message this node is delivering: the recipients
 // still owing an ack, and the JetStream message to ack when none is left.
 type delivery struct {
-	seq     uint64
-	msg     jetstream.Msg
-	m       Outgoing // handed to connections as &m
-	waiting map[*session]struct{}
+	seq uint64
+	msg jetstream.Msg
+	m   Outgoing // handed to connections as &m
+	// waiting maps each recipient still owing an ack to whether the
+	// message is held for it (not sent yet, pace.go).
+	waiting map[*session]bool
 	sentAt  time.Time
 	// final is set once the last attempt went out: when it passes with
 	// recipients still waiting, they are abandoned.
@@ -222,12 +232,15 @@ func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 	}
 	var acks []jetstream.Msg
 	for _, d := range s.pending {
+		if d.waiting[s] {
+			r.metrics.held.Dec()
+		}
 		delete(d.waiting, s)
 		if len(d.waiting) == 0 {
 			acks = append(acks, r.finishLocked(d))
 		}
 	}
-	s.pending = nil
+	s.pending, s.held, s.nheld, s.inflight = nil, nil, 0, 0
 	for id, fe := range s.fast {
 		if !fe.acked {
 			r.settle.done(id)
