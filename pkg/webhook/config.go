@@ -153,6 +153,16 @@ type Config struct {
 	Now func() time.Time
 }
 
+// transport keeps a connection idle for every lane that may post to a host
+// (an endpoint's events and its notifications are two consumers): the
+// default two per host would open a connection for nearly every event.
+func (c *Config) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 2 * c.Workers
+	t.MaxIdleConns = 2 * c.Workers * max(len(c.Endpoints), 1)
+	return t
+}
+
 func (c *Config) setDefaults() error {
 	if c.JS == nil || c.Stream == "" || c.Store == nil {
 		return errors.New("webhook: Config.JS, Stream and Store are required")
@@ -169,7 +179,7 @@ func (c *Config) setDefaults() error {
 	if c.Client == nil {
 		// A redirect is a failed attempt: following it would turn the POST
 		// into a GET, or send the signed event somewhere unconfigured.
-		c.Client = &http.Client{Timeout: c.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		c.Client = &http.Client{Timeout: c.Timeout, Transport: c.transport(), CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}}
 	}

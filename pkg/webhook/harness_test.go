@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,6 +211,8 @@ type receiver struct {
 	byID     map[string]string
 	failures int
 	changed  chan struct{} // closed and replaced on every request
+	// conns counts the TCP connections the sender opened.
+	conns atomic.Int64
 }
 
 type delivery struct {
@@ -222,7 +226,13 @@ func newReceiver(t *testing.T) *receiver {
 		t.Fatal(err)
 	}
 	r := &receiver{t: t, key: key, mode: "ok", byID: map[string]string{}, changed: make(chan struct{})}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	r.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			r.conns.Add(1)
+		}
+	}
+	r.srv.Start()
 	t.Cleanup(r.srv.Close)
 	return r
 }

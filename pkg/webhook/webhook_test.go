@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -239,4 +240,28 @@ func TestConfigRefusesWhatTheStreamDoesNotCarry(t *testing.T) {
 func waitDelivering(t *testing.T, d *deliverer) {
 	t.Helper()
 	testwait.Until(t, "the deliverer to win the election", func() bool { return d.metric(t, "chatd_webhook_delivering") == 1 })
+}
+
+// An endpoint's lanes post at once; each keeps its connection between
+// events rather than opening one per event (which costs the sender a TCP
+// and maybe TLS handshake per event and fills the box with TIME_WAIT).
+func TestConnectionsAreKeptBetweenEvents(t *testing.T) {
+	r := mustRig(t)
+	rc := newReceiver(t)
+	const workers = 8
+	d := r.start(t, r.js, webhook.Config{Endpoints: []webhook.Endpoint{endpoint(rc)}, Workers: workers})
+	waitDelivering(t, d)
+	want := map[string]int64{}
+	for i := range 400 {
+		chat := fmt.Sprintf("c%d", i%32)
+		r.publish(t, chat, "")
+		want[chat]++
+	}
+	rc.waitUntil(t, "every event", func(r *receiver) bool { return r.distinct() == 400 })
+	rc.checkOrder(t, want)
+	// A lane may dial while another's connection is on its way back to
+	// the pool, so a few more than the lanes is fine; one per event is not.
+	if got := rc.conns.Load(); got > 2*workers {
+		t.Errorf("400 events over %d lanes opened %d connections, want at most %d", workers, got, 2*workers)
+	}
 }
