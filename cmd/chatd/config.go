@@ -245,7 +245,7 @@ func declareDelivery(f *envFlags, c *node.Config) {
 		short: "sends before a non-acking client is closed",
 		long:  "delivery attempts before a non-acking client is abandoned (close 4000); JetStream's MaxDeliver is this + 1"})
 	f.Int(&c.Push.MaxPending, "max-pending", "CHATD_MAX_PENDING", push.DefaultMaxPending, doc{group: groupDelivery,
-		short: "unacked messages sent ahead of a client's acks",
+		short: "un-acked sends per client before pacing",
 		long:  "un-acked messages per connection; more are held for it and sent as it acks, and over 10 × this held it is closed overloaded (4001)"})
 	f.Duration(&c.Push.Grace, "reconnect-grace", "CHATD_RECONNECT_GRACE", 0, doc{group: groupDelivery, unset: "none",
 		short: "spare new connections from --max-attempts",
