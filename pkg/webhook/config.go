@@ -126,9 +126,9 @@ type Config struct {
 	MinBackoff    time.Duration
 	MaxBackoff    time.Duration
 	MaxRetryAfter time.Duration
-	// Workers is how many chats an endpoint is posted to at once: chats
-	// are spread over this many lanes by a hash of their id, each lane
-	// sequential. Zero means DefaultWorkers.
+	// Workers is how many events an endpoint is posted at once, each of
+	// another chat (a chat's events go one at a time, in order). Zero
+	// means DefaultWorkers.
 	Workers int
 	// AckWait is the consumer's ack wait: how long an event held by a node
 	// that died stays unacked before it is redelivered to the next one.
@@ -153,7 +153,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// transport keeps a connection idle for every lane that may post to a host
+// transport keeps a connection idle for every worker that may post to a host
 // (an endpoint's events and its notifications are two consumers): the
 // default two per host would open a connection for nearly every event.
 func (c *Config) transport() *http.Transport {

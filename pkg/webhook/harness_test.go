@@ -206,7 +206,9 @@ type receiver struct {
 
 	mu   sync.Mutex
 	mode string // "ok", "drop" (connection closed), "500"
-	got  []delivery
+	// failChat's events are answered 500 whatever the mode.
+	failChat string
+	got      []delivery
 	// byID is the body each webhook-id came with: a duplicate must repeat it.
 	byID     map[string]string
 	failures int
@@ -270,7 +272,15 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	switch r.mode {
+	var p webhook.Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		r.t.Errorf("receiver: payload: %v", err)
+	}
+	mode := r.mode
+	if r.failChat != "" && p.Data.ChatID == r.failChat {
+		mode = "500"
+	}
+	switch mode {
 	case "drop":
 		r.failures++
 		if hj, ok := w.(http.Hijacker); ok {
@@ -292,10 +302,6 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.t.Errorf("receiver: webhook-id %s came twice with different bodies", id)
 	}
 	r.byID[id] = string(body)
-	var p webhook.Payload
-	if err := json.Unmarshal(body, &p); err != nil {
-		r.t.Errorf("receiver: payload: %v", err)
-	}
 	r.got = append(r.got, delivery{id: id, payload: p})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -303,6 +309,12 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 func (r *receiver) setMode(m string) {
 	r.mu.Lock()
 	r.mode = m
+	r.mu.Unlock()
+}
+
+func (r *receiver) setFailChat(chat string) {
+	r.mu.Lock()
+	r.failChat = chat
 	r.mu.Unlock()
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// hook is one endpoint: its election, its consumer and its lanes.
+// hook is one endpoint: its election, its consumer and its workers.
 type hook struct {
 	d     *Deliverer
 	cfg   *Config
@@ -102,7 +102,9 @@ const (
 	pullExpiry    = 10 * time.Second
 	pullHeartbeat = time.Second
 	pullBatch     = 64
-	laneQueue     = 64
+	// queuedPerWorker bounds the events a session queues: this many per
+	// worker.
+	queuedPerWorker = 64
 )
 
 func (h *hook) ensure(ctx context.Context) (jetstream.Consumer, error) {
@@ -114,7 +116,7 @@ func (h *hook) ensure(ctx context.Context) (jetstream.Consumer, error) {
 		// Unlimited: the deliverer counts attempts itself and sets an event
 		// aside after the last, so JetStream never drops one on its own.
 		MaxDeliver:        -1,
-		MaxAckPending:     h.cfg.Workers*laneQueue + pullBatch,
+		MaxAckPending:     h.cfg.Workers*queuedPerWorker + pullBatch,
 		InactiveThreshold: h.cfg.Inactive,
 		// An endpoint receives what is accepted once its consumer exists;
 		// older events are in history (GET /api/chats/{id}/messages).
@@ -154,8 +156,8 @@ func (h *hook) lead(ctx context.Context, lock Lock) {
 	}
 }
 
-// consume feeds the consumer's events to the lanes until ctx ends or the
-// consume fails; it returns once every lane stopped.
+// consume feeds the consumer's events to the workers until ctx ends or the
+// consume fails; it returns once every worker stopped.
 func (h *hook) consume(ctx context.Context) error {
 	cons, err := h.ensure(ctx)
 	if err != nil {

@@ -14,31 +14,48 @@ import (
 	"github.com/chatd/chatd"
 )
 
-// deliver posts one event until the endpoint answers 2xx, or sets it aside
-// after the last attempt. It reports false only when ctx ended first (the
-// event goes back to the stream).
-func (h *hook) deliver(ctx context.Context, it item) bool {
-	for attempt := 1; ; attempt++ {
-		if ctx.Err() != nil {
-			return false
-		}
-		res := h.post(ctx, it.id, it.body)
-		if res.err == nil {
-			h.m.delivered.Inc()
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		h.m.failed.Inc()
-		h.sampled.Warn("webhook post failed; retrying with backoff", "err", res.err, "attempt", attempt)
-		if attempt >= h.cfg.MaxAttempts {
-			return h.setAside(ctx, it, attempt, res.err)
-		}
-		if !sleep(ctx, h.backoff(attempt, res.retryAfter)) {
-			return false
-		}
+// outcome is what one attempt left of an event.
+type outcome int
+
+const (
+	delivered  outcome = iota // the endpoint answered 2xx
+	setAside                  // failed its last attempt, kept as a dead letter
+	retryLater                // failed; try again after the returned wait
+	givenBack                 // ctx ended first: the event goes back to the stream
+)
+
+// wait is how long a chat waits before its next attempt; asked: the
+// endpoint's Retry-After set it.
+type wait struct {
+	d     time.Duration
+	asked bool
+}
+
+// attempt posts one event for the n-th time. After a failure it returns
+// the wait before the next attempt, or sets the event aside when that was
+// the last.
+func (h *hook) attempt(ctx context.Context, it item, n int) (outcome, wait) {
+	if ctx.Err() != nil {
+		return givenBack, wait{}
 	}
+	res := h.post(ctx, it.id, it.body)
+	if res.err == nil {
+		h.m.delivered.Inc()
+		return delivered, wait{}
+	}
+	if ctx.Err() != nil {
+		return givenBack, wait{}
+	}
+	h.m.failed.Inc()
+	h.sampled.Warn("webhook post failed; retrying with backoff", "err", res.err, "attempt", n)
+	if n >= h.cfg.MaxAttempts {
+		if !h.setAside(ctx, it, n, res.err) {
+			return givenBack, wait{}
+		}
+		return setAside, wait{}
+	}
+	d := h.backoff(n, res.retryAfter)
+	return retryLater, wait{d: d, asked: res.retryAfter > 0 && d >= res.retryAfter}
 }
 
 // setAside stores the event as a dead letter, retrying until PostgreSQL

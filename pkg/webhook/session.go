@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -12,14 +11,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// session is one consume of an endpoint's consumer: the lanes that post,
-// the events they hold, and what keeps those alive.
+// session is one consume of an endpoint's consumer: the queue and the
+// workers that post, the events they hold, and what keeps those alive.
 type session struct {
 	h      *hook
 	cons   jetstream.Consumer
 	ctx    context.Context
 	cancel context.CancelFunc
-	lanes  []chan item
+	queue  *queue
 	wg     sync.WaitGroup
 
 	mu sync.Mutex
@@ -42,14 +41,13 @@ type item struct {
 }
 
 func newSession(ctx context.Context, h *hook, cons jetstream.Consumer) *session {
-	s := &session{h: h, cons: cons, held: map[uint64]jetstream.Msg{}, lanes: make([]chan item, h.cfg.Workers)}
+	s := &session{h: h, cons: cons, held: map[uint64]jetstream.Msg{}, queue: newQueue(h.cfg.Workers * queuedPerWorker)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	for i := range s.lanes {
-		s.lanes[i] = make(chan item, laneQueue)
+	for range h.cfg.Workers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.work(s.lanes[i])
+			s.work()
 		}()
 	}
 	s.wg.Add(1)
@@ -60,13 +58,11 @@ func newSession(ctx context.Context, h *hook, cons jetstream.Consumer) *session 
 	return s
 }
 
-// stop ends the session: the lanes stop, and what it holds goes back to
+// stop ends the session: the workers stop, and what it holds goes back to
 // the stream (nak, so the next deliverer gets it at once).
 func (s *session) stop() {
 	s.cancel()
-	for _, l := range s.lanes {
-		close(l)
-	}
+	s.queue.close()
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,7 +70,7 @@ func (s *session) stop() {
 		m.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 		delete(s.held, seq)
 	}
-	// The naks (and the lanes' last acks) are only buffered: a node that
+	// The naks (and the workers' last acks) are only buffered: a node that
 	// shuts down closes its connection next, and the next deliverer would
 	// wait out the ack wait for what was lost with it.
 	if nc := s.h.cfg.JS.Conn(); nc != nil && nc.IsConnected() {
@@ -134,8 +130,8 @@ func (s *session) catchUp(it jetstream.MessagesContext, info *jetstream.Consumer
 	return true
 }
 
-// dispatch routes one stream message to its chat's lane. A lane full
-// blocks the consume: back-pressure within MaxAckPending.
+// dispatch routes one stream message to its chat in the queue. A full
+// queue blocks the consume: back-pressure within MaxAckPending.
 func (s *session) dispatch(msg jetstream.Msg) {
 	seq, ok := s.seqOf(msg)
 	if !ok {
@@ -143,8 +139,8 @@ func (s *session) dispatch(msg jetstream.Msg) {
 	}
 	s.mu.Lock()
 	_, dup := s.held[seq]
-	// A redelivery of an event a lane holds (its keep-alive came late)
-	// replaces it: acks go to the newest delivery, and the lane acks it.
+	// A redelivery of an event the queue holds (its keep-alive came late)
+	// replaces it: acks go to the newest delivery, which the worker acks.
 	s.held[seq] = msg
 	s.mu.Unlock()
 	if !dup {
@@ -163,8 +159,8 @@ func (s *session) seqOf(msg jetstream.Msg) (uint64, bool) {
 	return meta.Sequence.Stream, true
 }
 
-// route decodes a held message and queues it on its chat's lane, or acks
-// it at once when the endpoint did not subscribe to it.
+// route decodes a held message and queues it behind its chat's earlier
+// events, or acks it at once when the endpoint did not subscribe to it.
 func (s *session) route(seq uint64, msg jetstream.Msg) {
 	it, wanted, err := s.h.src.decode(s.h, msg.Data())
 	if err != nil {
@@ -177,24 +173,35 @@ func (s *session) route(seq uint64, msg jetstream.Msg) {
 		return
 	}
 	it.seq = seq
-	select {
-	case s.lanes[laneOf(it.chat, len(s.lanes))] <- it:
-	case <-s.ctx.Done():
+	if !s.queue.put(it) {
 		s.release(seq, false)
 	}
 }
 
-func laneOf(chat string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(chat))
-	return int(h.Sum32() % uint32(n))
-}
-
-// work posts one lane's events in order: the next only after the previous
-// was delivered or set aside (per-chat order, docs/integrations.md).
-func (s *session) work(lane <-chan item) {
-	for it := range lane {
-		s.release(it.seq, s.h.deliver(s.ctx, it))
+// work posts the queue's events, one chat at a time each: a chat's next
+// event only after the previous was delivered or set aside (per-chat
+// order, docs/integrations.md); a failed one parks its chat for the
+// backoff, and the worker takes another chat meanwhile.
+func (s *session) work() {
+	for {
+		l, it, ok := s.queue.next()
+		if !ok {
+			return
+		}
+		switch out, w := s.h.attempt(s.ctx, it, l.attempts+1); out {
+		case delivered:
+			s.release(it.seq, true)
+			s.queue.done(l)
+			s.queue.answered(s.h.cfg.MinBackoff)
+		case setAside:
+			s.release(it.seq, true)
+			s.queue.done(l)
+		case retryLater:
+			l.attempts++
+			s.queue.retry(l, w)
+		case givenBack:
+			return // the session is stopping; stop gives back what is held
+		}
 	}
 }
 
@@ -226,7 +233,7 @@ func (s *session) release(seq uint64, done bool) {
 }
 
 // keepAlive tells JetStream the held events are being worked on, so their
-// ack wait does not run out while a lane retries an earlier one, and
+// ack wait does not run out while its chat retries an earlier one, and
 // reports the endpoint's lag.
 func (s *session) keepAlive() {
 	t := time.NewTicker(max(s.h.cfg.AckWait/3, 10*time.Millisecond))

@@ -242,7 +242,7 @@ func waitDelivering(t *testing.T, d *deliverer) {
 	testwait.Until(t, "the deliverer to win the election", func() bool { return d.metric(t, "chatd_webhook_delivering") == 1 })
 }
 
-// An endpoint's lanes post at once; each keeps its connection between
+// An endpoint's workers post at once; each keeps its connection between
 // events rather than opening one per event (which costs the sender a TCP
 // and maybe TLS handshake per event and fills the box with TIME_WAIT).
 func TestConnectionsAreKeptBetweenEvents(t *testing.T) {
@@ -259,9 +259,40 @@ func TestConnectionsAreKeptBetweenEvents(t *testing.T) {
 	}
 	rc.waitUntil(t, "every event", func(r *receiver) bool { return r.distinct() == 400 })
 	rc.checkOrder(t, want)
-	// A lane may dial while another's connection is on its way back to
-	// the pool, so a few more than the lanes is fine; one per event is not.
+	// A worker may dial while another's connection is on its way back to
+	// the pool, so a few more than the workers is fine; one per event is not.
 	if got := rc.conns.Load(); got > 2*workers {
-		t.Errorf("400 events over %d lanes opened %d connections, want at most %d", workers, got, 2*workers)
+		t.Errorf("400 events over %d workers opened %d connections, want at most %d", workers, got, 2*workers)
 	}
+}
+
+// A chat whose event the endpoint keeps refusing waits out its backoff
+// alone: with a single worker, the other chats' events still go out
+// meanwhile, and the refused chat's events follow in order once it is
+// taken.
+func TestARefusedChatHoldsBackOnlyItself(t *testing.T) {
+	r := mustRig(t)
+	rc := newReceiver(t)
+	rc.setFailChat("stuck")
+	d := r.start(t, r.js, webhook.Config{Endpoints: []webhook.Endpoint{endpoint(rc)}, Workers: 1,
+		MaxAttempts: 100, MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second})
+	waitDelivering(t, d)
+	want := map[string]int64{"stuck": 2}
+	r.publish(t, "stuck", "")
+	r.publish(t, "stuck", chatd.EventEdit)
+	for i := range 20 {
+		chat := fmt.Sprintf("c%d", i%4)
+		r.publish(t, chat, "")
+		want[chat]++
+	}
+	rc.waitUntil(t, "the other chats' events while one is refused", func(r *receiver) bool { return r.distinct() == 20 })
+	rc.mu.Lock()
+	refused := rc.failures
+	rc.mu.Unlock()
+	if refused == 0 {
+		t.Fatal("the refused chat was never tried")
+	}
+	rc.setFailChat("")
+	rc.waitUntil(t, "the refused chat's events once taken", func(r *receiver) bool { return r.distinct() == 22 })
+	rc.checkOrder(t, want)
 }
