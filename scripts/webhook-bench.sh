@@ -85,8 +85,9 @@ done
 status=0
 ./bin/chatload --url "http://127.0.0.1:$port" --data-dir "$dir/data" --pid "$pid" "${hook_load[@]}" "$@" || status=$?
 if [ "$hooks" = 1 ]; then
-	# What chatd counted, for the report: attempts that failed, events set aside.
-	curl -fs "127.0.0.1:$port/metrics" | grep -E '^chatd_webhook_(delivered_total|failed_attempts_total|dead_lettered_total)' || true
+	# What chatd counted, for the report: attempts that failed, events set aside,
+	# offline notifications sent and skipped.
+	curl -fs "127.0.0.1:$port/metrics" | grep -E '^chatd_(webhook_(delivered_total|failed_attempts_total|dead_lettered_total)|notify_(sent_total|skipped_total|positions_recorded_total|record_failures_total))' || true
 fi
 if [ "$status" != 0 ]; then
 	echo "webhook-bench: chatload exited $status; chatd's log (tail):" >&2

@@ -63,11 +63,19 @@ func (ws *windows) add(h *held, recipients []string) bool {
 	return h.refs > 0
 }
 
-// due takes the windows to decide now: the closed ones and the open ones
-// whose end has passed.
+// due takes the windows whose end is not after now, closed or open. A
+// closed window waits for its end too: the message that closed it may
+// come before the acks of its last messages were recorded.
 func (ws *windows) due(now time.Time) []*window {
-	out := ws.closed
-	ws.closed = nil
+	var out, keep []*window
+	for _, w := range ws.closed {
+		if now.Before(w.due) {
+			keep = append(keep, w)
+		} else {
+			out = append(out, w)
+		}
+	}
+	ws.closed = keep
 	for k, w := range ws.open {
 		if !now.Before(w.due) {
 			out = append(out, w)
@@ -77,8 +85,8 @@ func (ws *windows) due(now time.Time) []*window {
 	return out
 }
 
-// requeue puts windows that could not be decided back, to be tried first
-// next time.
+// requeue puts windows that could not be decided back (their end has
+// passed), to be tried first next time.
 func (ws *windows) requeue(w []*window) {
 	ws.closed = append(w, ws.closed...)
 }

@@ -48,7 +48,7 @@ func TestWindowsCollapseAndClose(t *testing.T) {
 	}
 	// A window that could not be decided comes back first.
 	ws.requeue(d)
-	if again := ws.due(t0); len(again) != 1 || again[0] != d[0] {
+	if again := ws.due(t0.Add(2 * time.Second)); len(again) != 1 || again[0] != d[0] {
 		t.Fatalf("requeued window not due again")
 	}
 }
@@ -84,5 +84,22 @@ func TestPreviewCutsAtRunes(t *testing.T) {
 	exact := strings.Repeat("a", PreviewRunes)
 	if preview(exact) != exact {
 		t.Fatalf("a body of exactly PreviewRunes was cut")
+	}
+}
+
+// The notifier decides windows whose end is a recorder's flush and a
+// margin past: a window closed early, by a message at its end that the
+// notifier took at once, waits for that too, or the acks of its last
+// messages would not be in PostgreSQL yet.
+func TestAClosedWindowWaitsForItsEnd(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ws := newWindows(time.Second)
+	ws.add(msgAt(1, "alice", t0), []string{"alice", "bob"})
+	ws.add(msgAt(2, "alice", t0.Add(time.Second)), []string{"alice", "bob"})
+	if d := ws.due(t0.Add(999 * time.Millisecond)); len(d) != 0 {
+		t.Fatalf("a window closed by the next message was due %v before its end", time.Millisecond)
+	}
+	if d := ws.due(t0.Add(time.Second)); len(d) != 1 || d[0].items[0].m.Seq != 1 {
+		t.Fatalf("at its end: %d windows due, want the first", len(d))
 	}
 }
