@@ -33,9 +33,9 @@ var allowedImports = map[string][]string{
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
 	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
-	"pkg/webhook": {"", "pkg/codec", "internal/logsample"},
+	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.
-	"pkg/notify": {"", "pkg/codec", "internal/logsample"},
+	"pkg/notify": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// cmd/chatd binds flags into the components' configs, with their defaults.
 	"cmd/chatd":    {"", "pkg/api", "pkg/ingest", "pkg/node", "pkg/push", "pkg/reclaim", "pkg/signal", "pkg/store", "pkg/stream", "pkg/webhook", "pkg/notify"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
@@ -55,6 +55,8 @@ var allowedImports = map[string][]string{
 	"internal/idle": {},
 	// This process's CPU time, for chatload's per-message figures; imports nothing of ours.
 	"internal/rusage": {},
+	// One node of many runs a task, by a lock; imports nothing of ours.
+	"internal/elect": {},
 
 	// The browser files (demo app, JavaScript SDK) embedded for pkg/api to serve.
 	"web": {},

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd/internal/elect"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -44,12 +45,7 @@ const (
 )
 
 // Lock is a held election of the node that notifies.
-type Lock interface {
-	// Check reports an error when the lock may be lost.
-	Check(ctx context.Context) error
-	// Release gives the lock up; it is idempotent.
-	Release()
-}
+type Lock = elect.Lock
 
 // Store is what notifications need of PostgreSQL.
 type Store interface {

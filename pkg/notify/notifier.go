@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/elect"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/pkg/codec"
 	"github.com/nats-io/nats.go"
@@ -58,29 +58,20 @@ const (
 // election, until ctx ends.
 func (n *Notifier) Run(ctx context.Context) error {
 	defer n.sampled.Flush()
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, n.cfg.Standby) {
-		_, err := n.consumer(ctx)
-		if err == nil {
-			break
-		}
-		n.sampled.Warn("create the notifier's consumer; retrying (check NATS)", "err", err)
-		if !sleep(ctx, delay) {
-			return nil
-		}
-	}
-	for {
-		lock, ok, err := n.cfg.Store.TryLock(ctx, ConsumerName)
-		if err != nil && ctx.Err() == nil {
-			n.sampled.Warn("notifier election; retrying (check PostgreSQL)", "err", err)
-		}
-		if ok {
-			n.lead(ctx, lock)
-			lock.Release()
-		}
-		if !sleep(ctx, jitter(n.cfg.Standby)) {
-			return nil
-		}
-	}
+	elect.Run(ctx, elect.Config{
+		What: "notifier", Name: ConsumerName, TryLock: n.cfg.Store.TryLock, Standby: n.cfg.Standby,
+		Prepare: func(ctx context.Context) error { _, err := n.consumer(ctx); return err },
+		Lead:    n.consume,
+		Leading: func(on bool) {
+			if on {
+				n.m.leading.Set(1)
+			} else {
+				n.m.leading.Set(0)
+			}
+		},
+		Log: n.log, Warn: n.sampled.Warn,
+	})
+	return nil
 }
 
 // EnsureStream creates or updates the notification stream. The node calls
@@ -122,31 +113,6 @@ func (n *Notifier) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName, err)
 	}
 	return cons, nil
-}
-
-// lead notifies while this node holds the lock.
-func (n *Notifier) lead(ctx context.Context, lock Lock) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for sleep(lctx, n.cfg.Standby) {
-			if err := lock.Check(lctx); err != nil && lctx.Err() == nil {
-				n.log.Warn("lost the notifier election's connection; standing by (check PostgreSQL)", "err", err)
-				cancel()
-			}
-		}
-	}()
-	defer func() { <-watched }()
-	n.m.leading.Set(1)
-	defer n.m.leading.Set(0)
-	for lctx.Err() == nil {
-		if err := n.consume(lctx); err != nil && lctx.Err() == nil {
-			n.sampled.Warn("notifier consume; retrying (check NATS)", "err", err)
-		}
-		sleep(lctx, time.Second)
-	}
 }
 
 // consume runs one pull of the consumer: a goroutine takes messages, this
@@ -215,7 +181,7 @@ func (n *Notifier) pull(ctx context.Context, it jetstream.MessagesContext, in ch
 			return fmt.Errorf("consume %s: %w", ConsumerName, err)
 		default:
 			n.sampled.Warn("notifier consume", "err", err)
-			sleep(ctx, 50*time.Millisecond)
+			elect.Sleep(ctx, 50*time.Millisecond)
 		}
 	}
 }
@@ -423,25 +389,4 @@ func (n *Notifier) publish(nt *chatd.Notification) (jetstream.PubAckFuture, erro
 	msg := &nats.Msg{Subject: n.cfg.SubjectPrefix + nt.Chat, Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, nt.ID)
 	return n.cfg.JS.PublishMsgAsync(msg)
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// jitter is d give or take a quarter, so standby nodes do not retry in step.
-func jitter(d time.Duration) time.Duration {
-	q := int64(d / 4)
-	if q <= 0 {
-		return d
-	}
-	return d - time.Duration(q) + time.Duration(rand.Int64N(2*q))
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/elect"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -80,12 +81,7 @@ func ConsumerName(rawURL string) string {
 }
 
 // Lock is a held election of the node that delivers to one endpoint.
-type Lock interface {
-	// Check reports an error when the lock may be lost.
-	Check(ctx context.Context) error
-	// Release gives the lock up; it is idempotent.
-	Release()
-}
+type Lock = elect.Lock
 
 // Store is what the webhooks need of PostgreSQL. *store.Store satisfies it
 // through the node's wiring.

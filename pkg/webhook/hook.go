@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/elect"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,29 +71,21 @@ func (h *hook) wants(kind chatd.EventKind, chat string) bool {
 // delivers), then takes part in the endpoint's election until ctx ends.
 func (h *hook) run(ctx context.Context) {
 	defer h.sampled.Flush()
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, h.cfg.Standby) {
-		_, err := h.ensure(ctx)
-		if err == nil {
-			break
-		}
-		h.sampled.Warn("create the webhook consumer; retrying (check NATS)", "err", err)
-		if !sleep(ctx, delay) {
-			return
-		}
-	}
-	for {
-		lock, ok, err := h.cfg.Store.TryLock(ctx, h.name)
-		if err != nil && ctx.Err() == nil {
-			h.sampled.Warn("webhook election; retrying (check PostgreSQL)", "err", err)
-		}
-		if ok {
-			h.lead(ctx, lock)
-			lock.Release()
-		}
-		if !sleep(ctx, jitter(h.cfg.Standby)) {
-			return
-		}
-	}
+	elect.Run(ctx, elect.Config{
+		What: "webhook", Name: h.name, TryLock: h.cfg.Store.TryLock, Standby: h.cfg.Standby,
+		Prepare: func(ctx context.Context) error { _, err := h.ensure(ctx); return err },
+		Lead:    h.consume,
+		Leading: func(on bool) {
+			if on {
+				h.log.Debug("delivering")
+				h.m.delivering.Set(1)
+				return
+			}
+			h.m.delivering.Set(0)
+			h.m.lag.Set(0)
+		},
+		Log: h.log, Warn: h.sampled.Warn,
+	})
 }
 
 // A pull's expiry and heartbeat, as push's (see pkg/push/run.go): a pull
@@ -126,34 +118,6 @@ func (h *hook) ensure(ctx context.Context) (jetstream.Consumer, error) {
 		return nil, fmt.Errorf("create consumer %s: %w", h.name, err)
 	}
 	return cons, nil
-}
-
-// lead delivers while this node holds the endpoint's lock: until ctx ends
-// or the lock's connection fails.
-func (h *hook) lead(ctx context.Context, lock Lock) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for sleep(lctx, h.cfg.Standby) {
-			if err := lock.Check(lctx); err != nil && lctx.Err() == nil {
-				h.log.Warn("lost the webhook election's connection; standing by (check PostgreSQL)", "err", err)
-				cancel()
-			}
-		}
-	}()
-	defer func() { <-watched }()
-	h.m.delivering.Set(1)
-	defer h.m.delivering.Set(0)
-	defer h.m.lag.Set(0)
-	h.log.Debug("delivering")
-	for lctx.Err() == nil {
-		if err := h.consume(lctx); err != nil && lctx.Err() == nil {
-			h.sampled.Warn("webhook consume; retrying (check NATS)", "err", err)
-		}
-		sleep(lctx, time.Second)
-	}
 }
 
 // consume feeds the consumer's events to the workers until ctx ends or the
@@ -190,28 +154,7 @@ func (h *hook) consume(ctx context.Context) error {
 			// Missed heartbeats and the like: the iterator pulls again;
 			// the pause keeps a persistent error from spinning.
 			h.sampled.Warn("webhook consume", "err", err)
-			sleep(ctx, 50*time.Millisecond)
+			elect.Sleep(ctx, 50*time.Millisecond)
 		}
 	}
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// jitter is d give or take a quarter, so standby nodes do not retry in step.
-func jitter(d time.Duration) time.Duration {
-	q := int64(d / 4)
-	if q <= 0 {
-		return d
-	}
-	return d - time.Duration(q) + time.Duration(rand.Int64N(2*q))
 }

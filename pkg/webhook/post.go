@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/elect"
 )
 
 // outcome is what one attempt left of an event.
@@ -73,7 +74,7 @@ func (h *hook) setAside(ctx context.Context, it item, attempts int, lastErr erro
 			return true
 		}
 		h.sampled.Warn("set a webhook event aside; retrying (check PostgreSQL)", "err", err)
-		if !sleep(ctx, h.cfg.MaxBackoff) {
+		if !elect.Sleep(ctx, h.cfg.MaxBackoff) {
 			return false
 		}
 	}
