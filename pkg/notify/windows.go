@@ -19,11 +19,13 @@ type held struct {
 type key struct{ user, chat string }
 
 // window is one member's messages of one chat accepted within After of the
-// first: decided together, at most one notification.
+// first: decided together, at most one notification, once the newest of
+// them is After old, so each message has its whole After to be acked.
 type window struct {
 	key
-	due   time.Time
-	items []*held
+	end    time.Time // the first message's time + After: later messages open the next window
+	decide time.Time // the newest message's time + After
+	items  []*held
 }
 
 // windows is the notifier's state: the open window per member and chat,
@@ -40,7 +42,7 @@ func newWindows(after time.Duration) *windows {
 
 // add puts a message into the window of each recipient but its sender,
 // opening windows as needed; a message accepted at or after a window's end
-// closes it and opens the next. It reports whether any window took the
+// closes it (to be decided when due) and opens the next. It reports whether any window took the
 // message (if none did, nobody is to be notified of it).
 func (ws *windows) add(h *held, recipients []string) bool {
 	for _, user := range recipients {
@@ -49,27 +51,31 @@ func (ws *windows) add(h *held, recipients []string) bool {
 		}
 		k := key{user, h.m.Chat}
 		w := ws.open[k]
-		if w != nil && !h.m.TS.Before(w.due) {
+		if w != nil && !h.m.TS.Before(w.end) {
 			ws.closed = append(ws.closed, w)
 			w = nil
 		}
 		if w == nil {
-			w = &window{key: k, due: h.m.TS.Add(ws.after)}
+			w = &window{key: k, end: h.m.TS.Add(ws.after)}
 			ws.open[k] = w
 		}
 		w.items = append(w.items, h)
+		if d := h.m.TS.Add(ws.after); d.After(w.decide) {
+			w.decide = d
+		}
 		h.refs++
 	}
 	return h.refs > 0
 }
 
-// due takes the windows whose end is not after now, closed or open. A
-// closed window waits for its end too: the message that closed it may
-// come before the acks of its last messages were recorded.
+// due takes the windows to decide at now, closed or open: those whose
+// newest message is After old. A closed window waits too: the message
+// that closed it may come before the acks of its last messages were
+// recorded.
 func (ws *windows) due(now time.Time) []*window {
 	var out, keep []*window
 	for _, w := range ws.closed {
-		if now.Before(w.due) {
+		if now.Before(w.decide) {
 			keep = append(keep, w)
 		} else {
 			out = append(out, w)
@@ -77,7 +83,7 @@ func (ws *windows) due(now time.Time) []*window {
 	}
 	ws.closed = keep
 	for k, w := range ws.open {
-		if !now.Before(w.due) {
+		if !now.Before(w.decide) {
 			out = append(out, w)
 			delete(ws.open, k)
 		}

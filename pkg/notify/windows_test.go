@@ -26,9 +26,13 @@ func TestWindowsCollapseAndClose(t *testing.T) {
 		t.Fatalf("the sender got a window: refs %d", m1.refs)
 	}
 	// m3 came at the first window's end: it closed it and opened the next.
-	due := ws.due(t0.Add(time.Second))
+	// The first is decided once m2, its newest, is a second old.
+	if d := ws.due(t0.Add(1499 * time.Millisecond)); len(d) != 0 {
+		t.Fatalf("the first window was decided before its newest message was a second old")
+	}
+	due := ws.due(t0.Add(1500 * time.Millisecond))
 	if len(due) != 1 || len(due[0].items) != 2 {
-		t.Fatalf("due at the end of the first window: %d windows, want 1 of 2 messages", len(due))
+		t.Fatalf("due when its newest message is a second old: %d windows, want 1 of 2 messages", len(due))
 	}
 	if n, newest := due[0].behind(1); n != 1 || newest != m2 {
 		t.Fatalf("behind seq 1: %d, newest %v; want 1, message 2", n, newest)
