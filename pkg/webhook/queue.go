@@ -108,11 +108,12 @@ func (q *queue) done(l *chatLine) {
 	q.makeReady(l)
 }
 
-// retry parks l for w after a failed post of its first event; then it is
-// ready again.
+// retry counts a failed post of l's first event and parks l for w; then
+// it is ready again.
 func (q *queue) retry(l *chatLine, w wait) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	l.attempts++
 	if q.closed {
 		return
 	}

@@ -197,7 +197,6 @@ func (s *session) work() {
 			s.release(it.seq, true)
 			s.queue.done(l)
 		case retryLater:
-			l.attempts++
 			s.queue.retry(l, w)
 		case givenBack:
 			return // the session is stopping; stop gives back what is held
