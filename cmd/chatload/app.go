@@ -45,18 +45,7 @@ func (f *fleet) startAudits() {
 		if len(chats) == 0 {
 			continue
 		}
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			for {
-				select {
-				case <-f.loadStop:
-					return
-				case <-time.After(jitter(f.cfg.AuditEvery)):
-				}
-				f.audit(lc, chats[0])
-			}
-		}()
+		f.every(f.cfg.AuditEvery, func() { f.audit(lc, chats[0]) })
 	}
 }
 

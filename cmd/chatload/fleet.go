@@ -251,24 +251,30 @@ func (f *fleet) handle(lc *loadClient, ev client.Event) {
 	}
 }
 
+// every runs fn about every period (jittered, so clients do not act in
+// step) on a goroutine of the fleet's, until the load stops.
+func (f *fleet) every(period time.Duration, fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			select {
+			case <-f.loadStop:
+				return
+			case <-time.After(jitter(period)):
+			}
+			fn()
+		}
+	}()
+}
+
 // startDrops runs a dropper per dropping client until the load stops.
 func (f *fleet) startDrops() {
 	for _, lc := range f.clients {
 		if lc.proxy == nil {
 			continue
 		}
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			for {
-				select {
-				case <-f.loadStop:
-					return
-				case <-time.After(jitter(f.cfg.DropEvery)):
-					f.drops.Add(int64(lc.proxy.drop()))
-				}
-			}
-		}()
+		f.every(f.cfg.DropEvery, func() { f.drops.Add(int64(lc.proxy.drop())) })
 	}
 }
 
