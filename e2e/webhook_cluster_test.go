@@ -61,17 +61,22 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 		}
 		return on
 	}
-	var first string
-	testwait.For(t, 20*time.Second, "one node delivers to the webhook", func() bool {
-		on := delivering(nodes)
-		if len(on) > 1 {
-			t.Fatalf("nodes %v all deliver to the webhook, want one", on)
-		}
-		if len(on) == 1 {
-			first = on[0]
-		}
-		return first != ""
-	})
+	// theDeliverer waits until one of among delivers; two at once fail t.
+	theDeliverer := func(among []string, within time.Duration, what string) string {
+		var one string
+		testwait.For(t, within, what, func() bool {
+			on := delivering(among)
+			if len(on) > 1 {
+				t.Fatalf("nodes %v deliver to the webhook at once, want one", on)
+			}
+			if len(on) == 1 {
+				one = on[0]
+			}
+			return one != ""
+		})
+		return one
+	}
+	first := theDeliverer(nodes, 20*time.Second, "one node delivers to the webhook")
 	var survivors []string
 	for _, n := range nodes {
 		if n != first {
@@ -97,17 +102,7 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 	killed := time.Now()
 	atKill, inFlight := recv.snapshot()
 
-	var second string
-	testwait.For(t, 30*time.Second, "a survivor takes the webhook over", func() bool {
-		on := delivering(survivors)
-		if len(on) > 1 {
-			t.Fatalf("survivors %v both deliver to the webhook, want one", on)
-		}
-		if len(on) == 1 {
-			second = on[0]
-		}
-		return second != ""
-	})
+	second := theDeliverer(survivors, 30*time.Second, "a survivor takes the webhook over")
 	tookOver := time.Since(killed)
 	wg.Wait()
 	accepted := map[string]client.Accepted{}
