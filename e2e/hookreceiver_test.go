@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -44,6 +45,17 @@ type hookReceiver struct {
 	inFlight int
 	notifies int      // chat.notify requests accepted
 	bad      []string // requests that failed verification, and why
+}
+
+// newHookReceiver is a receiver that waits delay before each answer, with
+// a fresh signing key; secret is that key as chatd's --webhook-secret.
+func newHookReceiver(t *testing.T, delay time.Duration) (recv *hookReceiver, secret string) {
+	t.Helper()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return &hookReceiver{key: key, delay: delay}, "whsec_" + base64.StdEncoding.EncodeToString(key)
 }
 
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {

@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -29,12 +27,8 @@ import (
 // the nodes apart by the process that owns each connection's socket).
 func TestWebhookClusterNodeKilled(t *testing.T) {
 	start := time.Now()
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
 	owners := &socketOwners{}
-	recv := &hookReceiver{key: key, delay: 20 * time.Millisecond}
+	recv, secret := newHookReceiver(t, 20*time.Millisecond)
 	srv := httptest.NewUnstartedServer(recv)
 	srv.Config.ConnContext = owners.connContext
 	recv.nodeOf = owners.nodeOf
@@ -43,7 +37,7 @@ func TestWebhookClusterNodeKilled(t *testing.T) {
 	// cluster.sh passes its environment to every chatd.
 	hookURL := srv.URL + "/cluster"
 	t.Setenv("CHATD_WEBHOOK", hookURL)
-	t.Setenv("CHATD_WEBHOOK_SECRET", "whsec_"+base64.StdEncoding.EncodeToString(key))
+	t.Setenv("CHATD_WEBHOOK_SECRET", secret)
 
 	c := mustLocalCluster(t)
 	nodes := []string{"chatd1", "chatd2", "chatd3"}

@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -20,16 +18,12 @@ import (
 // order, and a repeat carries the webhook-id of its first copy.
 func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	start := time.Now()
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
-	recv := &hookReceiver{key: key, delay: 30 * time.Millisecond}
+	recv, secret := newHookReceiver(t, 30*time.Millisecond)
 	srv := httptest.NewServer(recv)
 	t.Cleanup(srv.Close)
 
 	p := &chatdProc{bin: mustBuildChatd(t), dataDir: mustDataDir(t), addr: freeAddr(t),
-		args: []string{"--webhook", srv.URL, "--webhook-secret", "whsec_" + base64.StdEncoding.EncodeToString(key)}}
+		args: []string{"--webhook", srv.URL, "--webhook-secret", secret}}
 	p.start(t)
 	t.Cleanup(func() { p.terminate(t) })
 	// The endpoint receives what is accepted once its consumer exists.

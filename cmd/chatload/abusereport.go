@@ -137,12 +137,12 @@ func (r *BadReport) writeText(p func(string, ...any)) {
 	}
 	p("bad clients       %d poison (%.0f/s each, %s), %d typing flood (%s); connects %d, dial failures %d",
 		r.PoisonClients, r.PoisonRate, r.PoisonMix, r.FloodClients, flood, r.Connects, r.DialFailures)
-	p("  closed by code  %s", fmtCounts(r.Closes))
-	p("  poison sent     %s", fmtCounts(r.PoisonSent))
+	p("  closed by code  %s", fmtMap(r.Closes))
+	p("  poison sent     %s", fmtMap(r.PoisonSent))
 	for _, k := range slices.Sorted(maps.Keys(r.PoisonAnswers)) {
-		p("  answers %-8s %s", k, fmtCounts(r.PoisonAnswers[k]))
+		p("  answers %-8s %s", k, fmtMap(r.PoisonAnswers[k]))
 	}
-	p("  typing sent     %d; answers %s", r.TypingSent, fmtCounts(r.TypingAnswers))
+	p("  typing sent     %d; answers %s", r.TypingSent, fmtMap(r.TypingAnswers))
 }
 
 // baselineFactor is the default of Config.BaselineFactor: how far the good

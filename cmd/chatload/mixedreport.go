@@ -62,7 +62,7 @@ func buildMixed(ctx context.Context, cfg *Config, p *plan, rec *recorder, fl *fl
 }
 
 func (r *MixedReport) writeText(p func(string, ...any)) {
-	p("events by kind    accepted %s", fmtCounts(r.AcceptedByKind))
+	p("events by kind    accepted %s", fmtMap(r.AcceptedByKind))
 	p("                  measured window, per second: %s", fmtRates(r.RateByKind))
 	p("final states      %d messages compared at every member with the server's; %d mismatched", r.MessagesChecked, r.StateMismatches)
 	for _, e := range r.StateExamples {

@@ -125,7 +125,7 @@ func (r *Report) writeText(w io.Writer) {
 	}
 	p("accepted          %d of %d sent; %.1f/s in the measured window (target %.0f/s); skipped turns %d; unknown outcome %d",
 		r.Accepted, r.Sent, r.AcceptedRate, r.TargetRate, r.SkippedTurns, r.UnknownOutcome)
-	p("rejects           %s", fmtCounts(r.Rejects))
+	p("rejects           %s", fmtMap(r.Rejects))
 	p("lost              %d (missing deliveries %d)   duplicates to app %d   mismatched %d", r.Lost, r.MissingPairs, r.DuplicatesToApp, r.Mismatched)
 	for _, l := range r.LostExamples {
 		p("  lost %s chat %s seq %d from %s to %s (sent at %.0f ms)", l.ID, l.Chat, l.Seq, l.From, l.To, l.SentAtMS)
@@ -134,7 +134,7 @@ func (r *Report) writeText(w io.Writer) {
 		r.ExpectedDeliveries, r.MsgFrames, r.DeliveriesPerAccepted, r.DuplicateFrames)
 	p("handed out        live %d, history %d; every recipient complete %.1f s after the load stopped", r.DeliveredLive, r.DeliveredHistory, r.DeliveryDrainS)
 	p("reconnects        %d  by close code: %s  (stalls %d, TCP connections cut %d, dial failures %d, resends %d)",
-		r.Reconnects, fmtCounts(r.Disconnects), r.Stalls, r.Drops, r.DialFailures, r.Resends)
+		r.Reconnects, fmtMap(r.Disconnects), r.Stalls, r.Drops, r.DialFailures, r.Resends)
 	p("send→accepted     %s", fmtQ(r.SendToAccepted))
 	p("send→delivered    %s (live only)", fmtQ(r.SendToDelivered))
 	p("send→handed out   %s (live or history)", fmtQ(r.SendToHandedOut))
@@ -166,14 +166,14 @@ func (r *Report) writeText(w io.Writer) {
 	if r.ChatdCountersNote != "" {
 		p("chatd counters    not read: %s", r.ChatdCountersNote)
 	} else {
-		p("chatd counters    %s", fmtFloats(r.ChatdCounters))
+		p("chatd counters    %s", fmtMap(r.ChatdCounters))
 	}
 	if r.Mixed != nil {
 		r.Mixed.writeText(p)
 	}
 	if r.Bad != nil {
 		p("good clients      accepted %d, lost %d, refused %d (%s); live p50 %.2f ms p99 %.2f ms",
-			r.Accepted, r.Lost, r.Bad.GoodRefused, fmtCounts(r.Rejects), r.SendToDelivered.P50, r.SendToDelivered.P99)
+			r.Accepted, r.Lost, r.Bad.GoodRefused, fmtMap(r.Rejects), r.SendToDelivered.P50, r.SendToDelivered.P99)
 		r.Bad.writeText(p)
 	}
 	for i := range r.Webhooks {
@@ -195,30 +195,20 @@ type AuditReport struct {
 	Latency  Quantiles `json:"latency"`
 }
 
-func fmtFloats(m map[string]float64) string {
+// fmtMap writes m as "k=v" pairs in key order, or "none".
+func fmtMap[V int64 | float64](m map[string]V) string {
 	if len(m) == 0 {
 		return "none"
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
 	}
 	return strings.Join(parts, " ")
 }
 
 func fmtQ(q Quantiles) string {
 	return fmt.Sprintf("p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms  (n=%d)", q.P50, q.P99, q.P999, q.Max, q.Count)
-}
-
-func fmtCounts(m map[string]int64) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func (r *Report) writeJSON(path string) error {
