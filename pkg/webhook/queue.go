@@ -91,9 +91,10 @@ func (q *queue) next() (*chatLine, item, bool) {
 	return l, l.items[0], true
 }
 
-// done ends l's first event (delivered or set aside): its next, if any,
-// is ready.
-func (q *queue) done(l *chatLine) {
+// done ends l's first event, delivered or set aside: its next, if any, is
+// ready. A delivery also tells the parked chats the endpoint answers
+// again (reviveLocked).
+func (q *queue) done(l *chatLine, delivered bool, soon time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l.items[0] = item{}
@@ -103,9 +104,12 @@ func (q *queue) done(l *chatLine) {
 	q.room.Signal()
 	if len(l.items) == 0 {
 		delete(q.chats, l.chat)
-		return
+	} else {
+		q.makeReady(l)
 	}
-	q.makeReady(l)
+	if delivered {
+		q.reviveLocked(soon)
+	}
 }
 
 // retry counts a failed post of l's first event and parks l for w; then
@@ -129,14 +133,13 @@ func (q *queue) retry(l *chatLine, w wait) {
 	})}
 }
 
-// answered is told of every delivered event. An endpoint that answers
-// again after an outage has its parked chats waiting out long backoffs:
-// those are cut to a random point within soon (at most once per soon),
-// so the backlog flows again within about soon rather than the longest
-// backoff. A wait the endpoint asked for with Retry-After is kept.
-func (q *queue) answered(soon time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+// reviveLocked is told of every delivered event; q.mu is held. An
+// endpoint that answers again after an outage has its parked chats
+// waiting out long backoffs: those are cut to a random point within soon
+// (at most once per soon), so the backlog flows again within about soon
+// rather than the longest backoff. A wait the endpoint asked for with
+// Retry-After is kept.
+func (q *queue) reviveLocked(soon time.Duration) {
 	if len(q.timers) == 0 || q.closed {
 		return
 	}

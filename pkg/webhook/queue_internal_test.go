@@ -34,7 +34,7 @@ func TestQueue(t *testing.T) {
 	if l != la || it.seq != 1 {
 		t.Fatalf("after the wait: got seq %d, want a's 1 again", it.seq)
 	}
-	q.done(l)
+	q.done(l, false, 0)
 	if !<-put {
 		t.Fatal("put refused after room freed up")
 	}
@@ -42,7 +42,7 @@ func TestQueue(t *testing.T) {
 	for range 2 {
 		l, it, _ := q.next()
 		got = append(got, it.seq)
-		q.done(l)
+		q.done(l, false, 0)
 	}
 	if got[0] != 2 || got[1] != 4 {
 		t.Fatalf("then: got %v, want [2 4]", got)
@@ -65,11 +65,13 @@ func TestQueueAnsweredCutsLongWaits(t *testing.T) {
 	defer q.close()
 	q.put(item{seq: 1, chat: "long"})
 	q.put(item{seq: 2, chat: "asked"})
+	q.put(item{seq: 3, chat: "fine"})
 	for _, w := range []wait{{d: time.Hour}, {d: time.Hour, asked: true}} {
 		l, _, _ := q.next()
 		q.retry(l, w)
 	}
-	q.answered(50 * time.Millisecond)
+	l, _, _ := q.next()
+	q.done(l, true, 50*time.Millisecond) // "fine" delivered: the endpoint answers
 	got := make(chan uint64)
 	go func() {
 		_, it, ok := q.next()

@@ -189,13 +189,9 @@ func (s *session) work() {
 			return
 		}
 		switch out, w := s.h.attempt(s.ctx, it, l.attempts+1); out {
-		case delivered:
+		case delivered, setAside:
 			s.release(it.seq, true)
-			s.queue.done(l)
-			s.queue.answered(s.h.cfg.MinBackoff)
-		case setAside:
-			s.release(it.seq, true)
-			s.queue.done(l)
+			s.queue.done(l, out == delivered, s.h.cfg.MinBackoff)
 		case retryLater:
 			s.queue.retry(l, w)
 		case givenBack:
