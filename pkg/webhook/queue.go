@@ -18,7 +18,7 @@ type queue struct {
 	chats  map[string]*chatLine
 	ready  []*chatLine // first in, first out
 	timers map[*chatLine]*parked
-	// revived is when answered last cut the waits short.
+	// revived is when reviveLocked last cut the waits short.
 	revived time.Time
 	size    int
 	limit   int
