@@ -38,9 +38,11 @@ func (s *Store) CreateGroupChat(ctx context.Context, creator, title string, memb
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx,
-			`insert into members (chat_id, user_id) select $1, unnest($2::text[])`, c.ID, all)
-		return err
+		if _, err = tx.Exec(ctx,
+			`insert into members (chat_id, user_id) select $1, unnest($2::text[])`, c.ID, all); err != nil {
+			return err
+		}
+		return s.recordMember(ctx, tx, c.ID, chatd.ChangeCreated, creator, all)
 	})
 	if err != nil {
 		return chatd.Chat{}, fmt.Errorf("create group chat: %w", err)
@@ -90,9 +92,11 @@ func (s *Store) DirectChat(ctx context.Context, a, b string) (chatd.Chat, bool, 
 		if created = tag.RowsAffected() == 1; !created {
 			return nil
 		}
-		_, err = tx.Exec(ctx,
-			`insert into members (chat_id, user_id) values ($1, $2), ($1, $3)`, id, a, b)
-		return err
+		if _, err = tx.Exec(ctx,
+			`insert into members (chat_id, user_id) values ($1, $2), ($1, $3)`, id, a, b); err != nil {
+			return err
+		}
+		return s.recordMember(ctx, tx, id, chatd.ChangeCreated, a, []string{min(a, b), max(a, b)})
 	})
 	if err != nil {
 		return chatd.Chat{}, false, fmt.Errorf("direct chat: %w", err)
@@ -240,11 +244,16 @@ func (s *Store) addMember(ctx context.Context, chatID, actor, user string) (chat
 			return fmt.Errorf("chat %s has %d members, the most a group may have: remove one first: %w",
 				chatID, n, chatd.ErrTooManyMembers)
 		}
-		if _, err := tx.Exec(ctx, `insert into members (chat_id, user_id) values ($1, $2)
-			on conflict do nothing`, chatID, user); err != nil {
+		tag, err := tx.Exec(ctx, `insert into members (chat_id, user_id) values ($1, $2)
+			on conflict do nothing`, chatID, user)
+		if err != nil {
 			return err
 		}
-		var err error
+		if tag.RowsAffected() == 1 {
+			if err := s.recordMember(ctx, tx, chatID, chatd.ChangeAdded, actor, []string{user}); err != nil {
+				return err
+			}
+		}
 		c, err = getChat(ctx, tx, chatID)
 		return err
 	})
@@ -267,8 +276,11 @@ func (s *Store) RemoveMember(ctx context.Context, chatID, actor, user string) er
 // removeMember is RemoveMember; an empty actor is the admin API.
 func (s *Store) removeMember(ctx context.Context, chatID, actor, user string) error {
 	err := s.changeMembers(ctx, chatID, actor, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `delete from members where chat_id = $1 and user_id = $2`, chatID, user)
-		return err
+		tag, err := tx.Exec(ctx, `delete from members where chat_id = $1 and user_id = $2`, chatID, user)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return s.recordMember(ctx, tx, chatID, chatd.ChangeRemoved, actor, []string{user})
 	})
 	if err != nil {
 		return fmt.Errorf("remove member: %w", err)

@@ -40,7 +40,7 @@ func TestOpenConcurrentlyOnEmptyDatabase(t *testing.T) {
 	_, dsn := mustOpen(t)
 	// Drop the schema so that several Opens race to create it.
 	s := mustOpenDSN(t, dsn)
-	if _, err := s.Pool().Exec(context.Background(), `drop table delivery_state, webhook_failures, last_seen, outbox_set_aside, read_state, outbox, history, members, chats, chatd_schema_version`); err != nil {
+	if _, err := s.Pool().Exec(context.Background(), `drop table chat_changes, delivery_state, webhook_failures, last_seen, outbox_set_aside, read_state, outbox, history, members, chats, chatd_schema_version`); err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 4)

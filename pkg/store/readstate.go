@@ -43,8 +43,15 @@ type ReadResult struct {
 // statement, so a batch is one round trip per mark inside one transaction.
 // A mark that does not move the position writes nothing (clients re-send
 // the same read often); the position it returns is then the stored one, as
-// of the statement's snapshot.
-const markReadSQL = `
+// of the statement's snapshot. markReadRecordedSQL also records a moved
+// position as a chat change (Config.RecordReads), in the same statement.
+const (
+	markReadSQL         = markReadMove + markReadAnswer
+	markReadRecordedSQL = markReadMove + `,
+	recorded as (
+		insert into chat_changes (kind, chat_id, users, seq, upto)
+		select 'read', $2, array[$1::text], upto_seq, upto_msg_id from up)` + markReadAnswer
+	markReadMove = `
 	with mem as (
 		select exists (select 1 from chats where id = $2) as chat_exists,
 		       exists (select 1 from members where chat_id = $2 and user_id = $1) as is_member),
@@ -56,12 +63,14 @@ const markReadSQL = `
 		on conflict (user_id, chat_id) do update
 			set upto_seq = excluded.upto_seq, upto_msg_id = excluded.upto_msg_id, updated_at = now()
 			where read_state.upto_seq < excluded.upto_seq
-		returning upto_seq, upto_msg_id),
+		returning upto_seq, upto_msg_id)`
+	markReadAnswer = `,
 	kept as (select upto_seq, upto_msg_id from read_state
 	         where user_id = $1 and chat_id = $2 and exists (select 1 from m))
 	select (select chat_exists from mem), (select is_member from mem),
 		coalesce((select upto_seq from up), (select upto_seq from kept), 0),
 		coalesce((select upto_msg_id from up), (select upto_msg_id from kept), '')`
+)
 
 // MarkReadBatch stores many read receipts in one transaction (group commit
 // of read state: one fsync for the batch) and returns one result per mark,
@@ -87,7 +96,7 @@ func (s *Store) MarkReadBatch(ctx context.Context, marks []ReadMark) ([]ReadResu
 	batch := &pgx.Batch{}
 	for _, i := range order {
 		mk := marks[i]
-		batch.Queue(markReadSQL, mk.User, mk.Chat, mk.Upto)
+		batch.Queue(s.markReadSQL, mk.User, mk.Chat, mk.Upto)
 	}
 	br := tx.SendBatch(ctx, batch)
 	out := make([]ReadResult, len(marks))

@@ -70,6 +70,11 @@ type Config struct {
 	// new timeline (a failover), the store raises its counters past it
 	// before the connection takes any send (see HighWater). Nil skips that.
 	HighWater func(context.Context) (HighWater, error)
+	// RecordMembers and RecordReads write each member change, and each read
+	// position that moves, to the chat_changes table in the change's own
+	// transaction, for the webhooks that take them (ReadChanges). Off, the
+	// changes cost what they cost without webhooks.
+	RecordMembers, RecordReads bool
 }
 
 // Store is a handle on chatd's PostgreSQL database. Create it with Open and
@@ -83,6 +88,8 @@ type Store struct {
 	nodeID           string      // the payload of the commit's notification
 	notify           func() bool // nil: always notify
 	highWater        func(context.Context) (HighWater, error)
+	recordMembers    bool
+	markReadSQL      string // markReadSQL, or markReadRecordedSQL while recording reads
 
 	tlMu sync.Mutex   // serializes failover repairs (checkTimeline)
 	tl   atomic.Int64 // the primary's timeline the pool last connected to; 0 before the first
@@ -115,6 +122,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		log: log, sampled: logsample.New(log, logsample.Config{}),
 		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
 		nodeID: cfg.NodeID, notify: cfg.Notify, highWater: cfg.HighWater,
+		recordMembers: cfg.RecordMembers, markReadSQL: markReadSQL,
+	}
+	if cfg.RecordReads {
+		s.markReadSQL = markReadRecordedSQL
 	}
 	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerArrays(conn)
