@@ -1,6 +1,9 @@
 package chatd
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Kinds of a chat change on a webhook: not events of a chat's seq log, but
 // changes of who is in it and how far they read (docs/integrations.md,
@@ -43,4 +46,11 @@ type ChatChange struct {
 	Upto string `json:"upto,omitempty"`
 	// TS is when the change committed.
 	TS time.Time `json:"ts"`
+}
+
+// Key names the change uniquely: its id and commit time (an id alone could
+// be handed out again after a failover to a replica that had not seen it).
+// The changes stream deduplicates by it; webhook-ids start with it.
+func (c *ChatChange) Key() string {
+	return "chg_" + strconv.FormatInt(c.ID, 10) + "_" + strconv.FormatInt(c.TS.UnixMicro(), 36)
 }

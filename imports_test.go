@@ -36,6 +36,8 @@ var allowedImports = map[string][]string{
 	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.
 	"pkg/notify": {"", "pkg/codec", "internal/logsample", "internal/elect"},
+	// Chat changes from PostgreSQL into their stream, for the webhooks; the store through its own interface.
+	"pkg/changes": {"", "internal/logsample", "internal/elect"},
 	// cmd/chatd binds flags into the components' configs, with their defaults.
 	"cmd/chatd":    {"", "pkg/api", "pkg/ingest", "pkg/node", "pkg/push", "pkg/reclaim", "pkg/signal", "pkg/store", "pkg/stream", "pkg/webhook", "pkg/notify"},
 	"cmd/chatload": {"", "pkg/api", "pkg/client", "pkg/node", "internal/rusage"},
