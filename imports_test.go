@@ -31,7 +31,7 @@ var allowedImports = map[string][]string{
 	"pkg/wire":    {"", "pkg/codec", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types and their JSON only
 	"pkg/api":     {"", "pkg/wire", "pkg/push", "internal/logsample", "internal/idle"},
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
-	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "web"},
+	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "pkg/changes", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
 	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.

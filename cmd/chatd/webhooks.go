@@ -19,7 +19,8 @@ type fileWebhook struct {
 	URL string `yaml:"url"`
 	// Secret is whsec_…; empty takes --webhook-secret.
 	Secret string `yaml:"secret"`
-	// Events are the kinds it receives (message, edit, delete, reaction);
+	// Events are the kinds it receives (message, edit, delete, reaction,
+	// notify, member, read);
 	// empty: all.
 	Events []string `yaml:"events"`
 	// Chats, if any, are the only chats whose events it receives.

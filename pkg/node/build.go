@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/changes"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
@@ -45,6 +46,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	if err := n.buildNotify(ctx, cfg); err != nil {
 		return err
 	}
+	if err := n.buildChanges(ctx, cfg); err != nil {
+		return err
+	}
 	if err := n.buildDelivery(cfg, off == ""); err != nil {
 		return err
 	}
@@ -66,6 +70,9 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	wc.Inactive = cmp.Or(wc.Inactive, cfg.Stream.MaxAge)
 	if n.Notifier != nil {
 		wc.NotifyStream = cfg.notifyStream()
+	}
+	if n.Changes != nil {
+		wc.ChangesStream = cfg.changesStream()
 	}
 	if n.Webhooks, err = webhook.New(wc); err != nil {
 		return err
@@ -98,6 +105,21 @@ func (n *Node) buildNotify(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	return n.Notifier.EnsureStream(ctx)
+}
+
+// buildChanges makes the chat changes publisher and its stream when an
+// endpoint takes member changes or reads.
+func (n *Node) buildChanges(ctx context.Context, cfg *Config) error {
+	if !cfg.changesOn() {
+		return nil
+	}
+	var err error
+	n.Changes, err = changes.New(changes.Config{JS: n.js, Stream: cfg.changesStream(), SubjectPrefix: cfg.changesSubjects(),
+		Replicas: cfg.Stream.Replicas, Store: changesStore{n.Store}, Logger: n.log, Registerer: n.reg})
+	if err != nil {
+		return err
+	}
+	return n.Changes.EnsureStream(ctx)
 }
 
 // buildDelivery wires push and the relay: settle says whether the node

@@ -139,6 +139,18 @@ func (c *Config) notifyOn() bool {
 	return false
 }
 
+// changesWanted reports whether some endpoint takes chat changes of kind
+// (member or read): only then does the store record them.
+func (c *Config) changesWanted(kind chatd.EventKind) bool {
+	return slices.ContainsFunc(c.Webhook.Endpoints, func(e webhook.Endpoint) bool { return e.WantsChanges(kind) })
+}
+
+// changesOn reports whether chat changes are published: some endpoint
+// takes them.
+func (c *Config) changesOn() bool {
+	return c.changesWanted(chatd.EventMember) || c.changesWanted(chatd.EventRead)
+}
+
 // Config.Settle's values.
 const (
 	// SettleAuto keeps messages every local connection acked out of the

@@ -46,6 +46,11 @@ func (c *Config) streamSubjects() string { return c.SubjectPrefix + ".out." }
 func (c *Config) notifySubjects() string { return c.SubjectPrefix + ".notify." }
 func (c *Config) notifyStream() string   { return c.Stream.Name + "_NOTIFY" }
 
+// changesSubjects is the changes stream's subject prefix (ends in a dot),
+// and changesStream its name.
+func (c *Config) changesSubjects() string { return c.SubjectPrefix + ".changes." }
+func (c *Config) changesStream() string   { return c.Stream.Name + "_CHANGES" }
+
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
+	"github.com/chatd/chatd/pkg/changes"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
@@ -59,6 +61,9 @@ type Node struct {
 	// Notifier and Recorder are the offline notifications; nil while off.
 	Notifier *notify.Notifier
 	Recorder *notify.Recorder
+	// Changes publishes member changes and reads for the webhooks; nil
+	// while no endpoint takes them.
+	Changes *changes.Publisher
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	// marks feed the store's failover repair (see seqMarks).
@@ -165,6 +170,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 	// While this node's relay leads, onCommit hands it every commit and
 	// wakes it; only another node's relay needs the notification.
 	sc.Notify = func() bool { return n.Relay == nil || !n.Relay.Active() }
+	sc.RecordMembers, sc.RecordReads = n.cfg.changesWanted(chatd.EventMember), n.cfg.changesWanted(chatd.EventRead)
 	st, err := store.Open(ctx, dsn, sc)
 	if err != nil {
 		if n.cfg.DatabaseURL != "" {

@@ -61,6 +61,9 @@ func (n *Node) Run(ctx context.Context) error {
 		deliver.start(failed, "notifier", n.Notifier.Run)
 		deliver.start(failed, "delivery positions", n.Recorder.Run)
 	}
+	if n.Changes != nil {
+		deliver.start(failed, "chat changes", n.Changes.Run)
+	}
 	deliver.start(failed, "retention", n.pruneHistory)
 	deliver.start(failed, "outbox stats", n.outboxStats.run)
 	deliver.start(failed, "signals", n.Signals.Run)

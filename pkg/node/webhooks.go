@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/changes"
 	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -61,4 +62,15 @@ func (w notifyStore) Reached(ctx context.Context, users, chats []string) ([]int6
 
 func (w notifyStore) Unread(ctx context.Context, users []string) (map[string]map[string]int64, error) {
 	return w.s.Unread(ctx, users)
+}
+
+// changesStore is the store as the chat changes publisher sees it.
+type changesStore struct{ *store.Store }
+
+func (w changesStore) TryLock(ctx context.Context, name string) (changes.Lock, bool, error) {
+	l, ok, err := w.TryWebhookLock(ctx, name)
+	if !ok {
+		return nil, false, err // never a typed nil in the interface
+	}
+	return l, true, nil
 }

@@ -43,10 +43,16 @@ const (
 )
 
 // Kinds an endpoint can subscribe to: the event kinds the delivery stream
-// carries, and offline notifications. Member changes and read receipts are
-// not in the stream, so an endpoint cannot ask for them
-// (docs/integrations.md, "What is delivered").
-var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction, chatd.EventNotify}
+// carries, offline notifications, and the chat changes (members, reads)
+// pkg/changes publishes (docs/integrations.md, "What is delivered").
+var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction,
+	chatd.EventNotify, chatd.EventMember, chatd.EventRead}
+
+// streamKinds are the kinds the delivery stream carries.
+var streamKinds = Kinds[:4]
+
+// changeKinds are the kinds the changes stream carries.
+var changeKinds = []chatd.EventKind{chatd.EventMember, chatd.EventRead}
 
 // Endpoint is one webhook receiver.
 type Endpoint struct {
@@ -70,7 +76,13 @@ func (e *Endpoint) wants(kind chatd.EventKind) bool {
 // wantsEvents reports whether the endpoint receives any kind the delivery
 // stream carries.
 func (e *Endpoint) wantsEvents() bool {
-	return slices.ContainsFunc(Kinds, func(k chatd.EventKind) bool { return k != chatd.EventNotify && e.wants(k) })
+	return slices.ContainsFunc(streamKinds, e.wants)
+}
+
+// WantsChanges reports whether the endpoint receives member changes or
+// read positions: Kinds names kind, or is empty (every kind).
+func (e *Endpoint) WantsChanges(kind chatd.EventKind) bool {
+	return slices.Contains(changeKinds, kind) && e.wants(kind)
 }
 
 // ConsumerName is the durable consumer name of the endpoint at rawURL:
@@ -107,6 +119,10 @@ type Config struct {
 	// each endpoint that takes them consumes it too. Empty: notifications
 	// are off, and an endpoint that asks only for them is an error.
 	NotifyStream string
+	// ChangesStream is where pkg/changes publishes member changes and read
+	// positions; each endpoint that takes them consumes it too. Empty: an
+	// endpoint that asks only for them is an error.
+	ChangesStream string
 	// Store elects deliverers and keeps dead letters. Required.
 	Store Store
 	// MaxAttempts is how many times one event is posted before it is set
@@ -190,8 +206,11 @@ func (c *Config) setDefaults() error {
 		if err := c.Endpoints[i].check(); err != nil {
 			return err
 		}
-		if c.NotifyStream == "" && !c.Endpoints[i].wantsEvents() {
-			return fmt.Errorf("webhook %s takes only notify events, and notifications are off (--notify-after 0): turn them on or add kinds", redact(c.Endpoints[i].URL))
+		if e := &c.Endpoints[i]; !e.wantsEvents() && !c.takesNotify(e) && !c.takesChanges(e) {
+			if c.NotifyStream == "" && e.wants(chatd.EventNotify) {
+				return fmt.Errorf("webhook %s takes only notify events, and notifications are off (--notify-after 0): turn them on or add kinds", redact(e.URL))
+			}
+			return fmt.Errorf("webhook %s takes only member or read changes, and no changes stream is configured: add kinds", redact(e.URL))
 		}
 		if seen[c.Endpoints[i].URL] {
 			return fmt.Errorf("webhook %s is configured twice: list each URL once", redact(c.Endpoints[i].URL))
@@ -199,6 +218,17 @@ func (c *Config) setDefaults() error {
 		seen[c.Endpoints[i].URL] = true
 	}
 	return nil
+}
+
+// takesNotify reports whether e gets notifications: it asks for them and
+// they are on.
+func (c *Config) takesNotify(e *Endpoint) bool {
+	return c.NotifyStream != "" && e.wants(chatd.EventNotify)
+}
+
+// takesChanges reports whether e gets member changes or reads.
+func (c *Config) takesChanges(e *Endpoint) bool {
+	return c.ChangesStream != "" && slices.ContainsFunc(changeKinds, e.wants)
 }
 
 func cmpOr[T int | time.Duration](v, def T) T {

@@ -29,8 +29,12 @@ func New(cfg Config) (*Deliverer, error) {
 			h := newHook(d, e, eventSource(cfg.Stream))
 			d.hooks[h.name] = h
 		}
-		if cfg.NotifyStream != "" && e.wants(chatd.EventNotify) {
+		if cfg.takesNotify(&e) {
 			h := newHook(d, e, notifySource(cfg.NotifyStream))
+			d.hooks[h.name] = h
+		}
+		if cfg.takesChanges(&e) {
+			h := newHook(d, e, changeSource(cfg.ChangesStream))
 			d.hooks[h.name] = h
 		}
 	}

@@ -3,6 +3,8 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -75,4 +77,44 @@ func decodeNotification(h *hook, data []byte) (item, bool, error) {
 		return item{}, false, fmt.Errorf("encode the payload: %w", err)
 	}
 	return item{id: n.ID, chat: n.Chat, eventSeq: n.Seq, messageID: n.MessageID, kind: chatd.EventNotify, body: body}, true, nil
+}
+
+// ChangesSuffix ends the name of an endpoint's consumer of chat changes.
+const ChangesSuffix = "-changes"
+
+func changeSource(stream string) source {
+	return source{stream: stream, suffix: ChangesSuffix, decode: decodeChange}
+}
+
+// ChangePayload is the body of a member change's or read position's
+// request: the payload's shape with the change as its data
+// (docs/integrations.md, "Member changes and read receipts").
+type ChangePayload struct {
+	// Type is "chat.member" or "chat.read".
+	Type string `json:"type"`
+	// Timestamp is when the change committed.
+	Timestamp time.Time        `json:"timestamp"`
+	Data      chatd.ChatChange `json:"data"`
+}
+
+// decodeChange reads a chat change; its webhook-id is its key and the
+// endpoint's, like an event's.
+func decodeChange(h *hook, data []byte) (item, bool, error) {
+	var c chatd.ChatChange
+	if err := json.Unmarshal(data, &c); err != nil {
+		return item{}, false, err
+	}
+	if c.ID == 0 || c.Chat == "" || !slices.Contains(changeKinds, c.Kind) {
+		return item{}, false, fmt.Errorf("a chat change without id, chat or a known kind")
+	}
+	if !h.wants(c.Kind, c.Chat) {
+		return item{}, false, nil
+	}
+	body, err := json.Marshal(ChangePayload{Type: TypePrefix + string(c.Kind), Timestamp: c.TS, Data: c})
+	if err != nil {
+		return item{}, false, fmt.Errorf("encode the payload: %w", err)
+	}
+	endpoint := strings.TrimPrefix(ConsumerName(h.ep.URL), ConsumerPrefix)
+	return item{id: c.Key() + "_" + endpoint, chat: c.Chat, eventSeq: c.Seq,
+		messageID: c.Upto, kind: c.Kind, body: body}, true, nil
 }
