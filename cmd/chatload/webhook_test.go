@@ -78,7 +78,7 @@ func TestVerifyHookAgainstChatdsSigner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, why := verifyHook(key, tt.h, tt.body, now)
+			c, why := verifyHook(key, tt.h.Get("webhook-id"), tt.h.Get("webhook-timestamp"), tt.h.Get("webhook-signature"), tt.body, now)
 			if (why == "") != tt.ok {
 				t.Fatalf("got refusal %q, want accepted %v", why, tt.ok)
 			}

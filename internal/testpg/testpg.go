@@ -85,11 +85,14 @@ func run(m *testing.M) int {
 	}
 	// Every goroutine a component starts has an owner that stops it: once
 	// the tests and their cleanups are done, none may be left running.
-	// Two of fasthttp's own are not ours to stop: its worker-pool cleaner
-	// sleeps out its 10 s tick after the server stopped (then exits), and
-	// its process-wide date updater runs for the life of the process.
+	// Three of fasthttp's own are not ours to stop: its worker-pool cleaner
+	// sleeps out its 10 s tick after the server stopped, and a client's
+	// idle-connection cleaner its idle period after the client closed its
+	// connections (then both exit); its process-wide date updater runs for
+	// the life of the process.
 	if err := goleak.Find(
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 	); err != nil && code == 0 {
 		fmt.Fprintf(os.Stderr, "testpg: goroutines leaked by the tests: %v\n", err)

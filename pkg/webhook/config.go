@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -155,24 +154,11 @@ type Config struct {
 	// Standby is how often a node that does not deliver to an endpoint
 	// tries to take it over. Zero means 2 s.
 	Standby time.Duration
-	// Client posts the events. Nil means a client with Timeout that does
-	// not follow redirects (a redirect is a failed attempt).
-	Client *http.Client
-	Logger *slog.Logger
+	Logger  *slog.Logger
 	// Registerer receives the webhook metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Now is the clock that stamps webhook-timestamp. Nil means time.Now.
 	Now func() time.Time
-}
-
-// transport keeps a connection idle for every worker that may post to a host
-// (an endpoint's events and its notifications are two consumers): the
-// default two per host would open a connection for nearly every event.
-func (c *Config) transport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 2 * c.Workers
-	t.MaxIdleConns = 2 * c.Workers * max(len(c.Endpoints), 1)
-	return t
 }
 
 func (c *Config) setDefaults() error {
@@ -188,13 +174,6 @@ func (c *Config) setDefaults() error {
 	c.AckWait = cmpOr(c.AckWait, DefaultAckWait)
 	c.Inactive = cmpOr(c.Inactive, 26*time.Hour)
 	c.Standby = cmpOr(c.Standby, 2*time.Second)
-	if c.Client == nil {
-		// A redirect is a failed attempt: following it would turn the POST
-		// into a GET, or send the signed event somewhere unconfigured.
-		c.Client = &http.Client{Timeout: c.Timeout, Transport: c.transport(), CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		}}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

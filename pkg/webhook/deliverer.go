@@ -88,7 +88,9 @@ func (d *Deliverer) Replay(ctx context.Context, id int64) error {
 	if !ok {
 		return fmt.Errorf("dead letter %d is for %s (%s), which is no longer configured: %w", id, f.Endpoint, redact(f.URL), ErrUnknownEndpoint)
 	}
-	if res := h.post(ctx, f.WebhookID, f.Body); res.err != nil {
+	c := newClient(ctx, &d.cfg, h.ep.URL, 1)
+	defer c.close()
+	if res := h.post(c, f.WebhookID, f.Body); res.err != nil {
 		return fmt.Errorf("replay %d to %s: %v: %w", id, f.Endpoint, res.err, ErrReplayFailed)
 	}
 	h.m.delivered.Inc()

@@ -1,11 +1,9 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/elect"
+	"github.com/valyala/fasthttp"
 )
 
 // outcome is what one attempt left of an event.
@@ -32,14 +31,14 @@ type wait struct {
 	asked bool
 }
 
-// attempt posts one event for the n-th time. After a failure it returns
-// the wait before the next attempt, or sets the event aside when that was
-// the last.
-func (h *hook) attempt(ctx context.Context, it item, n int) (outcome, wait) {
+// attempt posts one event for the n-th time through c, bound to ctx.
+// After a failure it returns the wait before the next attempt, or sets
+// the event aside when that was the last.
+func (h *hook) attempt(ctx context.Context, c *client, it item, n int) (outcome, wait) {
 	if ctx.Err() != nil {
 		return givenBack, wait{}
 	}
-	res := h.post(ctx, it.id, it.body)
+	res := h.post(c, it.id, it.body)
 	if res.err == nil {
 		h.m.delivered.Inc()
 		return delivered, wait{}
@@ -105,29 +104,34 @@ type result struct {
 // errStatus: the endpoint answered, but not 2xx.
 var errStatus = errors.New("endpoint answered")
 
-// post sends body once, signed with a fresh timestamp.
-func (h *hook) post(ctx context.Context, id string, body []byte) result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.ep.URL, bytes.NewReader(body))
-	if err != nil {
-		return result{err: err}
-	}
+// post sends body once through c, signed with a fresh timestamp. c's
+// context abandons it; Config.Timeout bounds it.
+func (h *hook) post(c *client, id string, body []byte) result {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(h.ep.URL)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.SetUserAgent("chatd-webhook")
 	ts := h.cfg.Now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "chatd-webhook")
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Sign(h.key, id, ts, body))
-	resp, err := h.cfg.Client.Do(req)
-	if err != nil {
+	req.SetBodyRaw(body)
+	if err := c.do(req, resp, h.cfg.Timeout); err != nil {
 		return result{err: fmt.Errorf("post: %w", err)}
 	}
-	// Drained (a little) so the connection can be reused.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // only for reuse
-	resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
+	code := resp.StatusCode()
+	if code/100 == 2 {
 		return result{}
 	}
-	return result{err: fmt.Errorf("%w %s", errStatus, resp.Status), retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), h.cfg.Now())}
+	reason := string(resp.Header.StatusMessage())
+	if reason == "" {
+		reason = http.StatusText(code)
+	}
+	return result{err: fmt.Errorf("%w %d %s", errStatus, code, reason),
+		retryAfter: parseRetryAfter(string(resp.Header.Peek("Retry-After")), h.cfg.Now())}
 }
 
 // parseRetryAfter reads Retry-After as seconds or an HTTP date; zero if

@@ -18,6 +18,8 @@ type session struct {
 	cons   jetstream.Consumer
 	ctx    context.Context
 	cancel context.CancelFunc
+	// client posts for the workers; ctx ending abandons its posts.
+	client *client
 	queue  *queue
 	wg     sync.WaitGroup
 
@@ -43,6 +45,8 @@ type item struct {
 func newSession(ctx context.Context, h *hook, cons jetstream.Consumer) *session {
 	s := &session{h: h, cons: cons, held: map[uint64]jetstream.Msg{}, queue: newQueue(h.cfg.Workers * queuedPerWorker)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	// A connection per worker: each posts one event at a time.
+	s.client = newClient(s.ctx, h.cfg, h.ep.URL, h.cfg.Workers)
 	for range h.cfg.Workers {
 		s.wg.Add(1)
 		go func() {
@@ -64,6 +68,7 @@ func (s *session) stop() {
 	s.cancel()
 	s.queue.close()
 	s.wg.Wait()
+	s.client.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for seq, m := range s.held {
@@ -188,7 +193,7 @@ func (s *session) work() {
 		if !ok {
 			return
 		}
-		switch out, w := s.h.attempt(s.ctx, it, l.attempts+1); out {
+		switch out, w := s.h.attempt(s.ctx, s.client, it, l.attempts+1); out {
 		case delivered, setAside:
 			s.release(it.seq, true)
 			s.queue.done(l, out == delivered, s.h.cfg.MinBackoff)
