@@ -27,8 +27,9 @@ type hookCopy struct {
 	seq                      int64
 	// node is the chatd that posted it, when the receiver's nodeOf says.
 	node string
-	// notify: a chat.notify, counted apart and not in copies.
-	notify bool
+	// aside: a chat.notify, chat.member or chat.read, counted apart and
+	// not in copies.
+	aside bool
 }
 
 // hookReceiver is a webhook endpoint that checks every request as the
@@ -43,7 +44,7 @@ type hookReceiver struct {
 	mu       sync.Mutex
 	copies   []hookCopy
 	inFlight int
-	notifies int      // chat.notify requests accepted
+	asides   int      // chat.notify, chat.member and chat.read requests accepted
 	bad      []string // requests that failed verification, and why
 }
 
@@ -74,8 +75,8 @@ func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, why, http.StatusUnauthorized)
 		return
 	}
-	if c.notify {
-		r.notifies++
+	if c.aside {
+		r.asides++
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -137,10 +138,11 @@ func (r *hookReceiver) verify(h http.Header, body []byte) (hookCopy, string) {
 		return hookCopy{}, fmt.Sprintf("webhook %s: payload: %v", id, err)
 	}
 	d := p.Data
-	if p.Type == "chat.notify" && d.ChatID != "" {
-		// An offline notification (the tests' recipients are offline):
-		// signed like the rest, not a message of the chat's log.
-		return hookCopy{webhookID: id, notify: true}, ""
+	if (p.Type == "chat.notify" || p.Type == "chat.member" || p.Type == "chat.read") && d.ChatID != "" {
+		// An offline notification (the tests' recipients are offline) or
+		// a chat change: signed like the rest, not a message of the
+		// chat's log.
+		return hookCopy{webhookID: id, aside: true}, ""
 	}
 	if p.Type != "chat.message" || d.ChatID != d.Event.Chat || d.Seq != d.Event.Seq || d.Event.ID == "" {
 		return hookCopy{}, fmt.Sprintf("webhook %s: inconsistent payload %s", id, body)

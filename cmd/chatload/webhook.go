@@ -99,9 +99,14 @@ type hookCopy struct {
 	at        time.Time
 }
 
-// notifyType is an offline notification's payload type: signed and
-// retried like the chat's events, but not one of them, so only counted.
-const notifyType = "chat.notify"
+// Payload types that are signed and retried like the chat's events but are
+// not of its seq log, so only counted: an offline notification, a member
+// change, a read position.
+const (
+	notifyType = "chat.notify"
+	memberType = "chat.member"
+	readType   = "chat.read"
+)
 
 // evKey names an event by chat and seq, as accepted sends are recorded.
 type evKey struct {
@@ -142,6 +147,7 @@ type hookCounts struct {
 	Injected          int64 `json:"injected_failures"` // answered 500 by fail-pct
 	DownAnswers       int64 `json:"down_answers"`      // answered 503 in an outage
 	Notifies          int64 `json:"notify_events"`     // chat.notify accepted, not reconciled
+	Changes           int64 `json:"change_events"`     // chat.member and chat.read accepted, not reconciled
 	// Connections is how many TCP connections the sender opened: about one
 	// per request when its client keeps too few idle connections.
 	Connections int64 `json:"connections"`
@@ -295,9 +301,13 @@ func (r *hookReceiver) serve(ctx *fasthttp.RequestCtx) {
 		ctx.Error("injected failure (chatload --webhook-receiver fail-pct)", fasthttp.StatusInternalServerError)
 		return
 	}
-	if c.kind == notifyType {
+	if c.kind == notifyType || c.kind == memberType || c.kind == readType {
 		r.mu.Lock()
-		r.counts.Notifies++
+		if c.kind == notifyType {
+			r.counts.Notifies++
+		} else {
+			r.counts.Changes++
+		}
 		r.mu.Unlock()
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		return
@@ -385,9 +395,9 @@ func decodeHook(c hookCopy, body []byte) (hookCopy, string) {
 		return c, fmt.Sprintf("webhook %s: payload: %v", c.webhookID, err)
 	}
 	d := p.Data
-	if p.Type == notifyType {
+	if p.Type == notifyType || p.Type == memberType || p.Type == readType {
 		if d.ChatID == "" {
-			return c, fmt.Sprintf("webhook %s: a %s without data.chat_id", c.webhookID, notifyType)
+			return c, fmt.Sprintf("webhook %s: a %s without data.chat_id", c.webhookID, p.Type)
 		}
 		c.kind, c.chat = p.Type, d.ChatID
 		return c, ""

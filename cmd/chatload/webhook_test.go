@@ -182,6 +182,9 @@ func TestDecodeHook(t *testing.T) {
 		{name: "a message", body: `{"type":"chat.message","data":{"chat_id":"c","seq":3,"event":{"id":"m","chat":"c","seq":3}}}`, wantKind: "chat.message", ok: true},
 		{name: "a notification", body: `{"type":"chat.notify","data":{"id":"ntf_1","user":"bob","chat_id":"c","seq":3}}`, wantKind: notifyType, ok: true},
 		{name: "a notification without its chat", body: `{"type":"chat.notify","data":{"id":"ntf_1"}}`},
+		{name: "a member change", body: `{"type":"chat.member","data":{"id":4,"kind":"member","chat_id":"c","change":"created","users":["a","b"]}}`, wantKind: memberType, ok: true},
+		{name: "a read position", body: `{"type":"chat.read","data":{"id":5,"kind":"read","chat_id":"c","users":["a"],"seq":2,"upto":"m2"}}`, wantKind: readType, ok: true},
+		{name: "a member change without its chat", body: `{"type":"chat.member","data":{"id":4}}`},
 		{name: "seq disagrees", body: `{"type":"chat.message","data":{"chat_id":"c","seq":4,"event":{"id":"m","chat":"c","seq":3}}}`},
 		{name: "not JSON", body: `{`},
 	}

@@ -276,8 +276,8 @@ func (w *WebhookReport) writeText(p func(string, ...any)) {
 	p("  events          %d expected, %d received (distinct webhook-id), lost %d; %s", w.Expected, w.Received, w.Lost, complete)
 	p("  copies          %d accepted, duplicates %d (differing id or body %d), order violations %d, mismatched %d, unexpected %d, foreign %d",
 		w.Copies, w.Duplicates, w.DuplicateMismatches, w.OrderViolations, w.Mismatched, w.Unexpected, w.Foreign)
-	p("  requests        signature failures %d, bad payloads %d, injected failures %d, answered 503 while down %d; over %d TCP connections; %s accepted %d",
-		w.SignatureFailures, w.BadPayloads, w.Injected, w.DownAnswers, w.Connections, notifyType, w.Notifies)
+	p("  requests        signature failures %d, bad payloads %d, injected failures %d, answered 503 while down %d; over %d TCP connections; %s accepted %d, %s and %s %d",
+		w.SignatureFailures, w.BadPayloads, w.Injected, w.DownAnswers, w.Connections, notifyType, w.Notifies, memberType, readType, w.Changes)
 	if w.DownAtS > 0 || w.UpAtS > 0 {
 		p("  outage          from +%.1f s to +%.1f s of the load", w.DownAtS, w.UpAtS)
 	}
