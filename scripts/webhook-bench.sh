@@ -87,7 +87,7 @@ status=0
 if [ "$hooks" = 1 ]; then
 	# What chatd counted, for the report: attempts that failed, events set aside,
 	# offline notifications sent and skipped.
-	curl -fs "127.0.0.1:$port/metrics" | grep -E '^chatd_(webhook_(delivered_total|failed_attempts_total|dead_lettered_total)|notify_(sent_total|skipped_total|positions_recorded_total|record_failures_total))' || true
+	curl -fs "127.0.0.1:$port/metrics" | grep -E '^chatd_(webhook_(delivered_total|failed_attempts_total|dead_lettered_total)|notify_(sent_total|skipped_total|positions_recorded_total|record_failures_total)|changes_published_total)' || true
 fi
 if [ "$status" != 0 ]; then
 	echo "webhook-bench: chatload exited $status; chatd's log (tail):" >&2

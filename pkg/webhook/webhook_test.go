@@ -217,13 +217,14 @@ func TestFilters(t *testing.T) {
 	}
 }
 
-func TestConfigRefusesWhatTheStreamDoesNotCarry(t *testing.T) {
+func TestConfigRefusesWhatIsNotDelivered(t *testing.T) {
 	r := mustRig(t)
 	for _, tc := range []struct {
 		name string
 		ep   webhook.Endpoint
 	}{
-		{"read receipts", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{"read"}}},
+		{"only reads, no changes stream", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{chatd.EventRead}}},
+		{"typing, never delivered", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{"typing"}}},
 		{"secret without prefix", webhook.Endpoint{URL: "https://x.example/h", Secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 		{"not http", webhook.Endpoint{URL: "ftp://x.example/h", Secret: testSecret}},
 		{"only notify, notifications off", webhook.Endpoint{URL: "https://x.example/h", Secret: testSecret, Kinds: []chatd.EventKind{chatd.EventNotify}}},
