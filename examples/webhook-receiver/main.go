@@ -76,7 +76,9 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 }
 
 // Event is the part of chatd's payload this receiver prints: a chat event,
-// or with type chat.notify an offline notification (docs/integrations.md).
+// with type chat.notify an offline notification, or with type chat.member
+// or chat.read a change of the chat's members or of a member's read
+// position (docs/integrations.md).
 type Event struct {
 	Type string `json:"type"`
 	Data struct {
@@ -93,6 +95,11 @@ type Event struct {
 		Text        string `json:"text"`
 		Count       int    `json:"count"`
 		UnreadTotal int64  `json:"unread_total"`
+		// chat.member and chat.read only.
+		Change string   `json:"change"`
+		Users  []string `json:"users"`
+		By     string   `json:"by"`
+		Upto   string   `json:"upto"`
 	} `json:"data"`
 }
 
@@ -100,8 +107,13 @@ type Event struct {
 // server would send a push to the user's devices (title, body, badge).
 func (e Event) String() string {
 	d := e.Data
-	if e.Type == "chat.notify" {
+	switch e.Type {
+	case "chat.notify":
 		return fmt.Sprintf("push to %s: title=%q body=%q badge=%d collapse=%s (%d new)", d.User, d.Sender, d.Text, d.UnreadTotal, d.ChatID, d.Count)
+	case "chat.member":
+		return fmt.Sprintf("chat %s: %s %s by %q", d.ChatID, d.Change, strings.Join(d.Users, ","), d.By)
+	case "chat.read":
+		return fmt.Sprintf("chat %s: %s read up to seq %d (%s)", d.ChatID, strings.Join(d.Users, ","), d.Seq, d.Upto)
 	}
 	return fmt.Sprintf("%s chat=%s seq=%d from=%s: %s", e.Type, d.ChatID, d.Seq, d.Event.From, d.Event.Body)
 }

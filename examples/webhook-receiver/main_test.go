@@ -82,3 +82,21 @@ func TestReceiverPrintsANotificationAsAPush(t *testing.T) {
 		t.Fatalf("printed %q, want %q", s, want)
 	}
 }
+
+// A member change and a read print as what changed.
+func TestReceiverPrintsChatChanges(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"type":"chat.member","timestamp":"2026-12-03T12:00:00Z","data":{"id":7,"kind":"member","chat_id":"c1","change":"added","users":["carol"],"by":"alice","ts":"2026-12-03T12:00:00Z"}}`,
+			`chat c1: added carol by "alice"`},
+		{`{"type":"chat.read","timestamp":"2026-12-03T12:00:00Z","data":{"id":8,"kind":"read","chat_id":"c1","users":["bob"],"seq":3,"upto":"m3","ts":"2026-12-03T12:00:00Z"}}`,
+			`chat c1: bob read up to seq 3 (m3)`},
+	} {
+		var e Event
+		if err := json.Unmarshal([]byte(tc.body), &e); err != nil {
+			t.Fatal(err)
+		}
+		if s := e.String(); s != tc.want {
+			t.Errorf("printed %q, want %q", s, tc.want)
+		}
+	}
+}
