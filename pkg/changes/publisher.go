@@ -30,6 +30,10 @@ const LockName = "chat-changes"
 // batch bounds the changes one round reads and publishes.
 const batch = 512
 
+// ackWait bounds the wait for a wave's acks: an ack lost with a server that
+// went down never comes, and the changes it stood for are published again.
+const ackWait = 10 * time.Second
+
 // Lock is a held election of the node that publishes.
 type Lock = elect.Lock
 
@@ -189,6 +193,7 @@ func (p *Publisher) round(ctx context.Context, cs []chatd.ChatChange) error {
 			futures[i] = f
 		}
 		var next []string
+		wctx, cancel := context.WithTimeout(ctx, ackWait)
 		for i, chat := range chats {
 			if futures[i] == nil {
 				continue
@@ -201,10 +206,11 @@ func (p *Publisher) round(ctx context.Context, cs []chatd.ChatChange) error {
 				}
 			case err := <-futures[i].Err():
 				firstErr = firstOf(firstErr, err)
-			case <-ctx.Done():
-				firstErr = firstOf(firstErr, ctx.Err())
+			case <-wctx.Done():
+				firstErr = firstOf(firstErr, fmt.Errorf("no ack from the changes stream: %w", wctx.Err()))
 			}
 		}
+		cancel()
 		chats = next
 	}
 	if len(done) > 0 {

@@ -90,11 +90,19 @@ func TestEveryChangeOnceInOrderAcrossALeaderLoss(t *testing.T) {
 		}
 		chats = append(chats, c)
 	}
-	const rounds = 30
+	const rounds, burst = 30, 200
 	var down []int
 	for r := range rounds {
 		switch r {
 		case rounds / 3: // the leader and another: no quorum, publishes fail
+			// A burst first, so that publishes are in flight when the
+			// servers go: their acks never come.
+			for i := range burst {
+				c := chats[i%len(chats)]
+				if _, err := st.AddMember(ctx, c.ID, "owner", fmt.Sprintf("b%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			lead := cl.StreamLeader(streamName)
 			down = []int{lead, (lead + 1) % 3}
 			cl.Stop(down[0])
@@ -123,20 +131,37 @@ func TestEveryChangeOnceInOrderAcrossALeaderLoss(t *testing.T) {
 			}
 		}
 	}
-	want := len(chats) * (1 + 3*rounds)
+	want := len(chats)*(1+3*rounds) + burst
 
+	// Said on a timeout: how far it got.
 	var s jetstream.Stream
-	testwait.For(t, 60*time.Second, fmt.Sprintf("%d changes in the stream, the table empty", want), func() bool {
-		left, err := st.ReadChanges(ctx, 1)
-		if err != nil || len(left) > 0 {
+	var left, inStream int
+	var lastErr error
+	published := func() bool {
+		rows, err := st.ReadChanges(ctx, want)
+		if err != nil {
+			lastErr = err
 			return false
 		}
+		left = len(rows)
 		if s, err = js.Stream(ctx, streamName); err != nil {
+			lastErr = err
 			return false
 		}
 		info, err := s.Info(ctx)
-		return err == nil && info.State.Msgs >= uint64(want)
-	})
+		if err != nil {
+			lastErr = err
+			return false
+		}
+		inStream = int(info.State.Msgs)
+		return left == 0 && inStream >= want
+	}
+	for deadline := time.Now().Add(60 * time.Second); !published(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d changes not all in the stream within 60 s: %d left in the table, %d in the stream, last error %v",
+				want, left, inStream, lastErr)
+		}
+	}
 	seen := map[int64]bool{}
 	last := map[string]int64{}
 	for seq := uint64(1); seq <= uint64(want); seq++ {

@@ -13,6 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// asyncAckTimeout bounds the wait for an async publish's ack on the node's
+// JetStream context (the notifier's and the changes publisher's).
+const asyncAckTimeout = 10 * time.Second
+
 // NATSOptions are the credentials and TLS settings of the connection to an
 // external NATS (Config.NATSURL). The embedded NATS ignores them: it
 // authenticates its in-process clients with the data dir's nkey. At most one

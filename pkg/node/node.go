@@ -206,7 +206,10 @@ func (n *Node) startNATS() error {
 		return err
 	}
 	n.closeFns = append(n.closeFns, n.nc.Close)
-	n.js, err = jetstream.New(n.nc)
+	// An async publish whose ack was lost with a server never resolves
+	// without a timeout, and the notifier and the changes publisher wait
+	// on theirs.
+	n.js, err = jetstream.New(n.nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
