@@ -27,6 +27,12 @@ import (
 // LockName is the publisher's election lock.
 const LockName = "chat-changes"
 
+// MaxAge is how long the changes stream keeps a change, as the delivery
+// stream's default: an endpoint down longer misses changes, which the REST
+// API still answers. Changes recorded longer ago and never published are
+// pruned from PostgreSQL too (store.PruneChanges).
+const MaxAge = 24 * time.Hour
+
 // batch bounds the changes one round reads and publishes.
 const batch = 512
 
@@ -115,9 +121,7 @@ func (p *Publisher) EnsureStream(ctx context.Context) error {
 		Subjects:    []string{p.cfg.SubjectPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    p.cfg.Replicas,
-		// As the delivery stream's default: an endpoint down longer than
-		// this misses changes, which the REST API still answers.
-		MaxAge: 24 * time.Hour,
+		MaxAge:      MaxAge,
 		// A publisher that stops between publishing and deleting leaves
 		// the next one to publish again: the key drops the copy.
 		Duplicates: 5 * time.Minute,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/chatd/chatd/pkg/changes"
 )
 
 // stage is a group of components stopped together during shutdown.
@@ -113,7 +115,8 @@ func (n *Node) waitShutdownDelay() {
 	<-t.C
 }
 
-// pruneHistory deletes history past its retention once an hour.
+// pruneHistory deletes history past its retention once an hour, and the
+// chat changes no endpoint took within the changes stream's max age.
 func (n *Node) pruneHistory(ctx context.Context) error {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -127,6 +130,12 @@ func (n *Node) pruneHistory(ctx context.Context) error {
 				n.log.Warn("prune history", "err", err)
 			} else if deleted > 0 {
 				n.log.Info("pruned history past retention", "messages", deleted)
+			}
+			dropped, err := n.Store.PruneChanges(ctx, time.Now().Add(-changes.MaxAge))
+			if err != nil {
+				n.log.Warn("prune chat changes", "err", err)
+			} else if dropped > 0 {
+				n.log.Warn("dropped chat changes no endpoint took within the changes stream's max age", "changes", dropped, "max_age", changes.MaxAge)
 			}
 		}
 	}

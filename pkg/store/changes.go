@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/jackc/pgx/v5"
@@ -50,4 +51,16 @@ func (s *Store) DeleteChanges(ctx context.Context, ids []int64) error {
 		return fmt.Errorf("delete chat changes: %w", err)
 	}
 	return nil
+}
+
+// PruneChanges deletes the changes recorded before before and returns how
+// many: those the publisher never moved (the endpoint that took their kind
+// was removed, or NATS was down that long) and that the changes stream
+// would no longer keep anyway.
+func (s *Store) PruneChanges(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `delete from chat_changes where at < $1`, before)
+	if err != nil {
+		return 0, fmt.Errorf("prune chat changes: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

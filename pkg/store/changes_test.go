@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
@@ -118,5 +119,32 @@ func TestChangesAreNotRecordedByDefault(t *testing.T) {
 	}
 	if got, err := s.ReadChanges(ctx, 10); err != nil || len(got) != 0 {
 		t.Fatalf("changes recorded while off: %+v, %v", got, err)
+	}
+}
+
+func TestPruneChangesDropsOnlyTheOlder(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, testpg.NewDatabase(t), store.Config{Logger: quiet, RecordMembers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	mustGroup(t, s, "alice", "bob")
+	between := time.Now()
+	time.Sleep(10 * time.Millisecond) // the database's clock and ours may differ by a little
+	mustGroup(t, s, "carol")
+	if n, err := s.PruneChanges(ctx, between.Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("prune before both: %d, %v; want 0", n, err)
+	}
+	first, err := s.ReadChanges(ctx, 10)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("recorded: %+v, %v", first, err)
+	}
+	if n, err := s.PruneChanges(ctx, first[1].TS); err != nil || n != 1 {
+		t.Fatalf("prune before the second: %d, %v; want 1", n, err)
+	}
+	left, err := s.ReadChanges(ctx, 10)
+	if err != nil || len(left) != 1 || left[0].ID != first[1].ID {
+		t.Fatalf("left: %+v, %v; want only change %d", left, err, first[1].ID)
 	}
 }
