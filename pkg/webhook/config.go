@@ -44,11 +44,10 @@ const (
 // Kinds an endpoint can subscribe to: the event kinds the delivery stream
 // carries, offline notifications, and the chat changes (members, reads)
 // pkg/changes publishes (docs/integrations.md, "What is delivered").
-var Kinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction,
-	chatd.EventNotify, chatd.EventMember, chatd.EventRead}
+var Kinds = slices.Concat(streamKinds, []chatd.EventKind{chatd.EventNotify}, changeKinds)
 
 // streamKinds are the kinds the delivery stream carries.
-var streamKinds = Kinds[:4]
+var streamKinds = []chatd.EventKind{chatd.EventMessage, chatd.EventEdit, chatd.EventDelete, chatd.EventReaction}
 
 // changeKinds are the kinds the changes stream carries.
 var changeKinds = []chatd.EventKind{chatd.EventMember, chatd.EventRead}
