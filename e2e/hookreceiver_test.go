@@ -30,6 +30,8 @@ type hookCopy struct {
 	// aside: a chat.notify, chat.member or chat.read, counted apart and
 	// not in copies.
 	aside bool
+	// change is a chat.member's or chat.read's data.id (0 otherwise).
+	change int64
 }
 
 // hookReceiver is a webhook endpoint that checks every request as the
@@ -44,8 +46,9 @@ type hookReceiver struct {
 	mu       sync.Mutex
 	copies   []hookCopy
 	inFlight int
-	asides   int      // chat.notify, chat.member and chat.read requests accepted
-	bad      []string // requests that failed verification, and why
+	asides   int        // chat.notify, chat.member and chat.read requests accepted
+	changes  []hookCopy // chat.member and chat.read requests accepted, in arrival order
+	bad      []string   // requests that failed verification, and why
 }
 
 // newHookReceiver is a receiver that waits delay before each answer, with
@@ -77,11 +80,12 @@ func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if c.aside {
 		r.asides++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-		return
+		if c.change != 0 {
+			r.changes = append(r.changes, c)
+		}
+	} else {
+		r.copies = append(r.copies, c)
 	}
-	r.copies = append(r.copies, c)
 	r.inFlight++
 	r.mu.Unlock()
 	time.Sleep(r.delay)
@@ -125,8 +129,9 @@ func (r *hookReceiver) verify(h http.Header, body []byte) (hookCopy, string) {
 	var p struct {
 		Type string `json:"type"`
 		Data struct {
-			ChatID string `json:"chat_id"`
-			Seq    int64  `json:"seq"`
+			ID     json.RawMessage `json:"id"` // a number in a change, a string in a notification
+			ChatID string          `json:"chat_id"`
+			Seq    int64           `json:"seq"`
 			Event  struct {
 				ID   string `json:"id"`
 				Chat string `json:"chat"`
@@ -138,16 +143,58 @@ func (r *hookReceiver) verify(h http.Header, body []byte) (hookCopy, string) {
 		return hookCopy{}, fmt.Sprintf("webhook %s: payload: %v", id, err)
 	}
 	d := p.Data
-	if (p.Type == "chat.notify" || p.Type == "chat.member" || p.Type == "chat.read") && d.ChatID != "" {
-		// An offline notification (the tests' recipients are offline) or
-		// a chat change: signed like the rest, not a message of the
-		// chat's log.
+	if p.Type == "chat.notify" && d.ChatID != "" {
+		// An offline notification (the tests' recipients are offline):
+		// signed like the rest, not a message of the chat's log.
 		return hookCopy{webhookID: id, aside: true}, ""
+	}
+	if p.Type == "chat.member" || p.Type == "chat.read" {
+		// A chat change: in its chat's order by data.id, not of the log.
+		n, err := strconv.ParseInt(string(d.ID), 10, 64)
+		if err != nil || n <= 0 || d.ChatID == "" {
+			return hookCopy{}, fmt.Sprintf("webhook %s: a %s without chat_id or a numeric id: %s", id, p.Type, body)
+		}
+		return hookCopy{webhookID: id, aside: true, chat: d.ChatID, change: n}, ""
 	}
 	if p.Type != "chat.message" || d.ChatID != d.Event.Chat || d.Seq != d.Event.Seq || d.Event.ID == "" {
 		return hookCopy{}, fmt.Sprintf("webhook %s: inconsistent payload %s", id, body)
 	}
 	return hookCopy{webhookID: id, eventID: d.Event.ID, chat: d.ChatID, seq: d.Seq}, ""
+}
+
+// changesSeen returns the chat changes received so far, in arrival order.
+func (r *hookReceiver) changesSeen() []hookCopy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hookCopy(nil), r.changes...)
+}
+
+// checkChanges checks the chat changes a receiver got: every one of want
+// (by data.id) arrived, first copies in each chat's id order, and a repeat
+// came under the webhook-id of its first copy. It returns the repeats.
+func checkChanges(t *testing.T, got []hookCopy, want int) int {
+	t.Helper()
+	firstID := map[int64]string{}
+	last := map[string]int64{}
+	dups := 0
+	for _, c := range got {
+		if id, ok := firstID[c.change]; ok {
+			dups++
+			if id != c.webhookID {
+				t.Errorf("change %d came again under webhook-id %s, first %s", c.change, c.webhookID, id)
+			}
+			continue
+		}
+		firstID[c.change] = c.webhookID
+		if c.change <= last[c.chat] {
+			t.Errorf("chat %s: change %d first arrived after %d", c.chat, c.change, last[c.chat])
+		}
+		last[c.chat] = c.change
+	}
+	if len(firstID) != want {
+		t.Errorf("%d distinct changes arrived, want %d", len(firstID), want)
+	}
+	return dups
 }
 
 // snapshot returns the copies received so far and how many are being

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,7 +16,8 @@ import (
 // chatd SIGKILLed while posting to a slow webhook endpoint and restarted on
 // the same data dir: every accepted message reaches the endpoint with a
 // valid Standard Webhooks signature, first copies arrive in each chat's seq
-// order, and a repeat carries the webhook-id of its first copy.
+// order, and a repeat carries the webhook-id of its first copy. The member
+// changes made before the kill arrive the same way, in each chat's order.
 func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	start := time.Now()
 	recv, secret := newHookReceiver(t, 30*time.Millisecond)
@@ -34,6 +36,25 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 
 	alice := mustPeer(t, url, "alice", "", nil)
 	chats := []string{alice.mustDirect(t, "bob"), alice.mustDirect(t, "carol"), alice.mustDirect(t, "dave")}
+	// Member changes queue up behind the endpoint too: a group created,
+	// then members added and removed, each a chat.member change.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	group, err := alice.c.CreateGroup(ctx, "kill", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const memberChanges = 30
+	for i := range memberChanges / 2 {
+		user := fmt.Sprintf("guest%d", i)
+		if _, err := alice.c.AddMember(ctx, group.ID, user); err != nil {
+			t.Fatal(err)
+		}
+		if err := alice.c.RemoveMember(ctx, group.ID, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const changes = 3 + 1 + memberChanges // the direct chats', the group's, its members'
 
 	// One sender per chat; the receiver takes each event 30 ms, so the
 	// endpoint lags the senders and posts are in flight when chatd dies.
@@ -52,6 +73,7 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	p.kill(t)
 	_, inFlight := recv.snapshot()
 	distinctAtKill := recv.distinct(t)
+	changesAtKill := len(recv.changesSeen())
 	if distinctAtKill >= total {
 		t.Fatalf("all %d events arrived before the kill; the test needs it to land mid-delivery", total)
 	}
@@ -73,6 +95,16 @@ func TestWebhookSurvivesSIGKILL(t *testing.T) {
 	}
 	testwait.For(t, 20*time.Second, "every accepted message reaches the endpoint", func() bool { return recv.distinct(t) >= total })
 	caughtUp := time.Since(restarted)
+
+	testwait.For(t, 20*time.Second, "every member change reaches the endpoint", func() bool {
+		seen := map[int64]bool{}
+		for _, c := range recv.changesSeen() {
+			seen[c.change] = true
+		}
+		return len(seen) >= changes
+	})
+	changeDups := checkChanges(t, recv.changesSeen(), changes)
+	t.Logf("%d member changes, %d had arrived at the kill, %d repeats", changes, changesAtKill, changeDups)
 
 	copies, _ := recv.snapshot()
 	firstID, dups := checkHookCopies(t, copies, accepted)
