@@ -3,7 +3,6 @@ package node_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -34,13 +33,7 @@ type changeSink struct {
 }
 
 func (s *changeSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
-	var sec int64
-	fmt.Sscan(ts, &sec) //nolint:errcheck // a bad timestamp fails the signature below
-	if want := webhook.Sign(s.key, id, sec, body); r.Header.Get("webhook-signature") != want {
-		s.t.Errorf("request %s: signature %q, want %q", id, r.Header.Get("webhook-signature"), want)
-	}
+	id, body := readSigned(s.t, s.key, r)
 	var p webhook.ChangePayload
 	if err := json.Unmarshal(body, &p); err != nil {
 		s.t.Errorf("request %s: %v", id, err)

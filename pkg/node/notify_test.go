@@ -36,13 +36,7 @@ type notifySink struct {
 }
 
 func (s *notifySink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
-	var sec int64
-	fmt.Sscan(ts, &sec) //nolint:errcheck // a bad timestamp fails the signature below
-	if want := webhook.Sign(s.key, id, sec, body); r.Header.Get("webhook-signature") != want {
-		s.t.Errorf("request %s: signature %q, want %q", id, r.Header.Get("webhook-signature"), want)
-	}
+	id, body := readSigned(s.t, s.key, r)
 	var typ struct{ Type string }
 	if err := json.Unmarshal(body, &typ); err != nil {
 		s.t.Errorf("request %s: %v", id, err)
@@ -279,4 +273,17 @@ func TestOfflineNotificationSurvivesRestart(t *testing.T) {
 	if posts != 1 {
 		t.Errorf("notification posted %d times, want once", posts)
 	}
+}
+
+// readSigned reads a webhook request's id and body, failing t when its
+// signature is not the one key makes.
+func readSigned(t *testing.T, key []byte, r *http.Request) (id string, body []byte) {
+	body, _ = io.ReadAll(r.Body)
+	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
+	var sec int64
+	fmt.Sscan(ts, &sec) //nolint:errcheck // a bad timestamp fails the signature below
+	if want := webhook.Sign(key, id, sec, body); r.Header.Get("webhook-signature") != want {
+		t.Errorf("request %s: signature %q, want %q", id, r.Header.Get("webhook-signature"), want)
+	}
+	return id, body
 }
