@@ -145,7 +145,7 @@ func TestNoHelloWithoutConsumer(t *testing.T) {
 			t.Fatalf("create squatter: %v", err)
 		}
 	}
-	testwait.For(t, 3*time.Second, "node a not ready without its consumer", func() bool {
+	testwait.For(t, 10*time.Second, "node a not ready without its consumer", func() bool {
 		return readyStatus(t, a) == http.StatusServiceUnavailable
 	})
 	for range 3 {

@@ -3,6 +3,7 @@ package push_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +61,67 @@ func TestAttachRefusedUntilConsumerLive(t *testing.T) {
 	if got := bob.received()[0].ID; got != m.ID {
 		t.Fatalf("got %s, want %s", got, m.ID)
 	}
+}
+
+// squattingJS is the real JetStream, except that right after its first
+// consumer create succeeds someone else deletes that consumer and makes a
+// foreign one of the same name: the race a node loses when an operator (or
+// a test) replaces its consumer between the create and what follows it.
+type squattingJS struct {
+	jetstream.JetStream
+	squat jetstream.ConsumerConfig
+	once  sync.Once
+}
+
+func (s *squattingJS) CreateOrUpdateConsumer(ctx context.Context, streamName string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cons, err := s.JetStream.CreateOrUpdateConsumer(ctx, streamName, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.once.Do(func() {
+		if err = s.JetStream.DeleteConsumer(ctx, streamName, cfg.Durable); err == nil {
+			_, err = s.JetStream.CreateConsumer(ctx, streamName, s.squat)
+		}
+	})
+	return cons, err
+}
+
+// A consumer replaced by a foreign one between its create and the node's
+// first look at it is not the node's: the node stays not ready (the foreign
+// consumer would deliver from the stream's start) until the name is free.
+func TestConsumerReplacedWhileCreatedIsNotTaken(t *testing.T) {
+	e := mustEnv(t)
+	js := &squattingJS{JetStream: e.js, squat: jetstream.ConsumerConfig{
+		Durable: push.ConsumerName("a"), AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+	}}
+	r, err := push.New(push.Config{NodeID: "a", JS: js, Stream: stream.DefaultName, Lease: 10 * time.Second,
+		CheckInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("push run: %v", err)
+		}
+	}()
+	testwait.Until(t, "the squatter in place", func() bool {
+		info, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("a"))
+		return err == nil && info.CachedInfo().Config.DeliverPolicy == jetstream.DeliverAllPolicy
+	})
+	for range 5 {
+		if err := r.Ready(); !errors.Is(err, push.ErrNotConsuming) {
+			t.Fatalf("ready while a foreign consumer holds the name: got %v, want ErrNotConsuming", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := e.js.DeleteConsumer(ctx, stream.DefaultName, push.ConsumerName("a")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "ready once the name is free", func() bool { return r.Ready() == nil })
 }
 
 // A consumer deleted behind the node's back is recreated: the sessions it

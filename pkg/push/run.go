@@ -117,7 +117,7 @@ const (
 )
 
 func (r *Registry) consume(ctx context.Context) (*consuming, error) {
-	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
+	want := jetstream.ConsumerConfig{
 		Durable:     ConsumerName(r.cfg.NodeID),
 		Description: "chatd node " + r.cfg.NodeID + ": live delivery to its connections",
 		AckPolicy:   jetstream.AckExplicitPolicy,
@@ -135,7 +135,8 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 		// existed is for history, not for it. This is why no session may
 		// register (and get `hello`) before the consumer exists.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
-	})
+	}
+	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, r.cfg.Stream, want)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(r.cfg.NodeID), err)
 	}
@@ -147,6 +148,11 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s info: %w", ConsumerName(r.cfg.NodeID), err)
+	}
+	// Someone may have replaced the consumer between the create and the
+	// info; a foreign one would deliver from wherever it was told to.
+	if got := info.Config; got.Description != want.Description || got.DeliverPolicy != want.DeliverPolicy {
+		return nil, fmt.Errorf("consumer %s was replaced by a foreign one (%q) while being created", want.Durable, got.Description)
 	}
 	w := &consuming{cons: cons, nudge: make(chan struct{}, 1), created: info.Created}
 	w.cc, err = cons.Consume(r.handle,
@@ -197,11 +203,17 @@ func (r *Registry) watch(ctx context.Context, w *consuming) bool {
 	}
 }
 
+// minCheckTimeout is how long a check waits at least for its answer.
+const minCheckTimeout = time.Second
+
 // check asks JetStream for the consumer. It reports whether the consumer
 // is gone (or was replaced by another of the same name, which this consume
 // does not feed from); an unanswered check counts toward Config.Unreachable.
 func (r *Registry) check(ctx context.Context, w *consuming) bool {
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
+	// A short interval must not make a slow answer (a busy server) look
+	// like none: a check that times out only counts toward Unreachable, so
+	// a consumer replaced meanwhile would go unnoticed.
+	cctx, cancel := context.WithTimeout(ctx, max(r.cfg.CheckInterval, minCheckTimeout))
 	defer cancel()
 	info, err := w.cons.Info(cctx)
 	switch {
