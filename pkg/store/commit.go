@@ -53,6 +53,10 @@ type Accepted struct {
 type Outcome struct {
 	Accepted
 	Err error
+
+	// contended: the send's chat was locked by another transaction, so the
+	// attempt left it for a transaction of its own (see commitContended).
+	contended bool
 }
 
 // notifyChannel is the LISTEN/NOTIFY channel that wakes relays on commit.
@@ -101,22 +105,25 @@ func (s *Store) CommitBatch(ctx context.Context, sends []Send) ([]Outcome, error
 	if len(sends) == 0 {
 		return nil, nil
 	}
-	out, err := s.commitRetrying(ctx, sends, false)
+	out, err := s.commitRetrying(ctx, sends, false, true)
 	if err != nil && rowError(err) {
 		return s.isolate(ctx, sends, err), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("commit batch: %w", err)
 	}
+	s.commitContended(ctx, sends, out)
 	return out, nil
 }
 
 // commitRetrying commits sends in one transaction, retrying with the
-// duplicate lookup when an attempt failed for want of it (retryable).
-func (s *Store) commitRetrying(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
-	out, err := s.commitOnce(ctx, sends, findDuplicates)
+// duplicate lookup when an attempt failed for want of it (retryable). With
+// skipLocked, the sends to chats another transaction holds are left out
+// (their outcomes marked contended) instead of waited for.
+func (s *Store) commitRetrying(ctx context.Context, sends []Send, findDuplicates, skipLocked bool) ([]Outcome, error) {
+	out, err := s.commitOnce(ctx, sends, findDuplicates, skipLocked)
 	for attempt := 0; attempt < 2 && err != nil && retryable(err); attempt++ {
-		out, err = s.commitOnce(ctx, sends, true)
+		out, err = s.commitOnce(ctx, sends, true, skipLocked)
 	}
 	return out, err
 }
@@ -162,7 +169,7 @@ func retryable(err error) bool {
 // failed batch must store nothing (G1).
 //
 // With findDuplicates the reads also look up which sends are already stored.
-func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates bool) ([]Outcome, error) {
+func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates, skipLocked bool) ([]Outcome, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -178,6 +185,7 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates boo
 	}()
 	p := newCommitPlan(sends, s.nodeID, s.notify == nil || s.notify())
 	p.findDuplicates = findDuplicates
+	p.skipLocked = skipLocked
 	if err := p.load(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -218,6 +226,8 @@ type commitPlan struct {
 	notify  bool     // whether the commit sends the notification
 
 	findDuplicates bool                      // look up stored (sender, cid) pairs (see CommitBatch)
+	skipLocked     bool                      // leave out chats another transaction holds (see commitContended)
+	contended      map[string]bool           // chats left out because another transaction held them
 	existing       map[sendKey]chatd.Message // already stored (step a); empty unless findDuplicates
 	lastSeq        map[string]int64          // locked chats and their counters (step b)
 	members        map[string][]string       // sorted members of each locked chat (step c)
@@ -264,8 +274,11 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	// that inserts referencing a chat take (read_state, members), so a read
 	// batch, whatever the order of its marks, never deadlocks a commit.
 	// Probes, not "id = any($1)" (see probeNote).
-	b.Queue(`select c.id, c.last_seq from unnest($1::text[]) as k(id)
-		cross join lateral (select id, last_seq from chats c where c.id = k.id for no key update) c`, textArray(p.chatIDs))
+	if p.skipLocked {
+		b.Queue(lockChatsSkippingSQL, textArray(p.chatIDs))
+	} else {
+		b.Queue(lockChatsSQL, textArray(p.chatIDs))
+	}
 	if p.findDuplicates {
 		froms := make(textArray, len(p.sends))
 		cids := make(textArray, len(p.sends))
@@ -302,7 +315,7 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 	// argument list) would otherwise be a heap allocation per row.
 	var (
 		id   pgtype.DriverBytes // a chat of the batch, found in p.chatIDs
-		seq  int64
+		seq  pgtype.Int8        // NULL: the chat exists but another transaction holds it
 		user string
 	)
 	lockDest := []any{&id, &seq}
@@ -315,7 +328,14 @@ func (p *commitPlan) load(ctx context.Context, conn pipeline) error {
 		if k = chatIndex(p.chatIDs, k, id); k < 0 {
 			return fmt.Errorf("locked chat %q, which the batch did not ask for", id)
 		}
-		p.lastSeq[p.chatIDs[k]] = seq
+		if !seq.Valid {
+			if p.contended == nil {
+				p.contended = make(map[string]bool)
+			}
+			p.contended[p.chatIDs[k]] = true
+			return nil
+		}
+		p.lastSeq[p.chatIDs[k]] = seq.Int64
 		return nil
 	}); err != nil {
 		return err
@@ -437,6 +457,10 @@ func (p *commitPlan) assign() {
 	for i := range p.sends {
 		snd := &p.sends[i]
 		p.dupOf[i] = -1
+		if p.contended[snd.Chat] {
+			p.out[i].contended = true
+			continue
+		}
 		k := sendKey{snd.From, snd.CID}
 		if m, ok := p.existing[k]; ok {
 			if m.Chat != snd.Chat || m.Kind.Normal() != snd.Kind.Normal() {

@@ -38,7 +38,7 @@ func TestFirstAttemptLeavesDuplicatesToTheRetry(t *testing.T) {
 		return n
 	}
 
-	if _, err := s.commitOnce(ctx, []Send{send("alice", "1"), send("bob", "1")}, false); err != nil {
+	if _, err := s.commitOnce(ctx, []Send{send("alice", "1"), send("bob", "1")}, false, false); err != nil {
 		t.Fatalf("fresh sends without the lookup: %v", err)
 	}
 	want := int64(2)
@@ -49,14 +49,14 @@ func TestFirstAttemptLeavesDuplicatesToTheRetry(t *testing.T) {
 		{"a resend", []Send{send("alice", "2"), send("alice", "1")}},
 		{"a non-member's send", []Send{send("alice", "3"), send("carol", "1")}},
 	} {
-		_, err := s.commitOnce(ctx, tt.batch, false)
+		_, err := s.commitOnce(ctx, tt.batch, false, false)
 		if err == nil || !retryable(err) {
 			t.Fatalf("%s without the lookup: got %v, want an error CommitBatch retries", tt.name, err)
 		}
 		if n := stored(); n != want {
 			t.Fatalf("after %s: %d history rows, want %d: the attempt stored something", tt.name, n, want)
 		}
-		out, err := s.commitOnce(ctx, tt.batch, true)
+		out, err := s.commitOnce(ctx, tt.batch, true, false)
 		if err != nil || out[0].Err != nil || out[0].Duplicate || out[1].Err == nil && !out[1].Duplicate {
 			t.Fatalf("%s with the lookup: got %v, %+v", tt.name, err, out)
 		}

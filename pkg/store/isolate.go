@@ -77,7 +77,7 @@ func (s *Store) split(ctx context.Context, sends []Send, out []Outcome, err erro
 // them is stored, or, if COMMIT itself failed, the outcome is unknown:
 // resending with the same cids is safe, as for a whole batch).
 func (s *Store) settle(ctx context.Context, sends []Send, out []Outcome) {
-	o, err := s.commitRetrying(ctx, sends, true)
+	o, err := s.commitRetrying(ctx, sends, true, false)
 	switch {
 	case err == nil:
 		copy(out, o)
