@@ -65,7 +65,8 @@ const notifyChannel = "chatd_outbox"
 // CommitBatch stores a batch of sends in one transaction (group commit) and
 // returns one Outcome per send, in sends order. It is safe to call
 // concurrently: batches lock their chats in id order, so they cannot deadlock
-// on chat rows.
+// on chat rows, and the chats another transaction holds are committed after
+// the others, in a second transaction (commitContended).
 //
 // A send whose (From, CID) is already stored for the same chat, or was
 // accepted earlier in the same batch, is a Duplicate of the original; the
