@@ -36,8 +36,9 @@ func (w *entryWatch) CommitBatch(ctx context.Context, sends []store.Send) ([]sto
 }
 
 // mustLockChat holds chat's row lock in another transaction, so every batch
-// with that chat hangs in its transaction (seq allocation locks the row)
-// until the returned release is called (also at cleanup).
+// with that chat hangs in CommitBatch (its first transaction leaves the chat
+// out, the second waits for the lock to allocate seqs) until the returned
+// release is called (also at cleanup).
 func mustLockChat(t *testing.T, s *store.Store, chat string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -110,7 +111,7 @@ func TestHungCommitRefusesSendsOverTheBound(t *testing.T) {
 			t.Fatalf("send %d: got %v, want nil or ErrOverloaded", i, err)
 		}
 		if i == 0 {
-			<-w.entered // the first batch hangs in its transaction before the rest come
+			<-w.entered // the first batch hangs in CommitBatch before the rest come
 		}
 		runtime.Gosched() // give the dispatcher every chance to move sends out of the queue
 	}
