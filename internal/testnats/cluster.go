@@ -10,6 +10,8 @@ import (
 
 	"github.com/chatd/chatd/internal/testport"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterReadyTimeout bounds the wait for every server to accept
@@ -72,6 +74,23 @@ func (c *Cluster) URLs() string {
 		urls[i] = fmt.Sprintf("nats://127.0.0.1:%d", o.Port)
 	}
 	return strings.Join(urls, ",")
+}
+
+// JetStream connects to the cluster as a node does (any server, reconnecting
+// forever, so it rides out a Stop) and returns a JetStream on that
+// connection, closed when t ends.
+func (c *Cluster) JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect %s: %v", c.URLs(), err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // Server returns server i, or nil while it is stopped.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/testnats"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,15 +14,7 @@ import (
 // stopped server comes back on its old ports.
 func TestClusterSurvivesLosingTheStreamLeader(t *testing.T) {
 	c := testnats.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatalf("connect %s: %v", c.URLs(), err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := c.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Replicas: 3}); err != nil {

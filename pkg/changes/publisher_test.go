@@ -16,7 +16,6 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/changes"
 	"github.com/chatd/chatd/pkg/store"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 )
@@ -45,15 +44,7 @@ func (s lockingStore) TryLock(ctx context.Context, name string) (changes.Lock, b
 func TestEveryChangeOnceInOrderAcrossALeaderLoss(t *testing.T) {
 	ctx := context.Background()
 	cl := testnats.StartCluster(t, 3)
-	nc, err := nats.Connect(cl.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := cl.JetStream(t)
 	st, err := store.Open(ctx, testpg.NewDatabase(t), store.Config{Logger: quiet, RecordMembers: true, RecordReads: true})
 	if err != nil {
 		t.Fatal(err)

@@ -10,18 +10,13 @@ import (
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
-	"github.com/nats-io/nats.go"
 )
 
 // On a three-server NATS cluster (stream R3), stopping the stream's leader
 // mid-run loses nothing: the endpoint gets every event, in per-chat order.
 func TestSurvivesAStreamLeaderChange(t *testing.T) {
 	c := testnats.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := jsOf(t, nc)
+	js := c.JetStream(t)
 	ctx := context.Background()
 	if _, err := stream.Ensure(ctx, js, stream.Config{Replicas: 3}); err != nil {
 		t.Fatal(err)
