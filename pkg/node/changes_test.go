@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,17 +62,12 @@ func (s *changeSink) got() ([]webhook.ChangePayload, int) {
 // member's reads, in the order they happened, beside its messages; a read
 // that does not move the position is no change.
 func TestWebhookMemberAndReadChanges(t *testing.T) {
-	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	key, err := webhook.ParseSecret(whsec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testWhsecKey(t)
 	sink := &changeSink{t: t, key: key, ids: map[string]bool{}}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	url := serveEndpoint(t, sink)
 	cfg := node.Config{
 		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: opsSecret, NodeID: "changes-1",
-		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec}}},
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: url, Secret: testWhsec}}},
 	}
 	n := nodetest.Run(t, cfg)
 	base := n.URL()

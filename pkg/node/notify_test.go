@@ -3,9 +3,7 @@ package node_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,18 +69,13 @@ func (s *notifySink) notifications() []chatd.Notification {
 // one notification each, counting three; bob and erin get none. A message
 // after the window is a window of its own, with the unread counts grown.
 func TestOfflineNotifications(t *testing.T) {
-	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	key, err := webhook.ParseSecret(whsec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testWhsecKey(t)
 	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	url := serveEndpoint(t, sink)
 	const window = 3 * time.Second
 	cfg := node.Config{
 		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: opsSecret, NodeID: "notify-1",
-		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec}}},
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: url, Secret: testWhsec}}},
 		Notify:  notify.Config{After: window, Preview: notify.PreviewText},
 	}
 	n := nodetest.Run(t, cfg)
@@ -168,16 +161,14 @@ func TestOfflineNotifications(t *testing.T) {
 // offline. One node decides every window (its election), and dave's acks,
 // recorded by b, count there: carol and erin are notified once, dave not.
 func TestOfflineNotificationsAcrossNodes(t *testing.T) {
-	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	key, _ := webhook.ParseSecret(whsec)
+	key := testWhsecKey(t)
 	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	url := serveEndpoint(t, sink)
 	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	db := testpg.NewDatabase(t)
 	cfg := func(id string) node.Config {
 		return node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: opsSecret, NodeID: id,
-			Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec, Kinds: []chatd.EventKind{chatd.EventNotify}}}},
+			Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: url, Secret: testWhsec, Kinds: []chatd.EventKind{chatd.EventNotify}}}},
 			Notify:  notify.Config{After: 3 * time.Second}}
 	}
 	a, b := nodetest.Run(t, cfg("a")), nodetest.Run(t, cfg("b"))
@@ -232,14 +223,12 @@ func TestOfflineNotificationsAcrossNodes(t *testing.T) {
 // A node stopped while a window is open gives its messages back; the node
 // restarted decides the window: one notification, posted once.
 func TestOfflineNotificationSurvivesRestart(t *testing.T) {
-	const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	key, _ := webhook.ParseSecret(whsec)
+	key := testWhsecKey(t)
 	sink := &notifySink{t: t, key: key, ids: map[string]int{}}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	url := serveEndpoint(t, sink)
 	cfg := node.Config{
 		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: opsSecret, NodeID: "notify-r",
-		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: whsec}}},
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: url, Secret: testWhsec}}},
 		Notify:  notify.Config{After: 3 * time.Second, AckWait: time.Second},
 	}
 	n := nodetest.Run(t, cfg)
@@ -273,17 +262,4 @@ func TestOfflineNotificationSurvivesRestart(t *testing.T) {
 	if posts != 1 {
 		t.Errorf("notification posted %d times, want once", posts)
 	}
-}
-
-// readSigned reads a webhook request's id and body, failing t when its
-// signature is not the one key makes.
-func readSigned(t *testing.T, key []byte, r *http.Request) (id string, body []byte) {
-	body, _ = io.ReadAll(r.Body)
-	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
-	var sec int64
-	fmt.Sscan(ts, &sec) //nolint:errcheck // a bad timestamp fails the signature below
-	if want := webhook.Sign(key, id, sec, body); r.Header.Get("webhook-signature") != want {
-		t.Errorf("request %s: signature %q, want %q", id, r.Header.Get("webhook-signature"), want)
-	}
-	return id, body
 }

@@ -63,7 +63,7 @@ func TestWebhookOnOneNodeSurvivesRestart(t *testing.T) {
 		DataDir: filepath.Join(t.TempDir(), "data"), DatabaseURL: testpg.NewDatabase(t), JWTSecret: secret, NodeID: "hook-1",
 		// Messages only: the direct chat's creation would come as a member
 		// change (TestWebhookMemberAndReadChanges).
-		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Kinds: []chatd.EventKind{chatd.EventMessage}}},
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: testWhsec, Kinds: []chatd.EventKind{chatd.EventMessage}}},
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, MaxAttempts: 1000,
 			// The restart restarts the embedded NATS too, which redelivers
 			// the events the node gave back only once their ack wait ran out.
@@ -114,7 +114,7 @@ func TestWebhookTwoNodesDeliverOnce(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ns := nodetest.NATS(t, t.TempDir(), "127.0.0.1:0")
 	db := testpg.NewDatabase(t)
-	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Kinds: []chatd.EventKind{chatd.EventMessage}}}}
+	hooks := webhook.Config{Endpoints: []webhook.Endpoint{{URL: srv.URL, Secret: testWhsec, Kinds: []chatd.EventKind{chatd.EventMessage}}}}
 	a := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "a", Webhook: hooks})
 	b := nodetest.Run(t, node.Config{DatabaseURL: db, NATSURL: ns.ClientURL(), JWTSecret: secret, NodeID: "b", Webhook: hooks})
 	tok := apitest.Token(t, []byte(secret), "alice", chatd.DefaultDevice)
