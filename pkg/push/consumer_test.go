@@ -33,15 +33,7 @@ func TestAttachRefusedUntilConsumerLive(t *testing.T) {
 	if err := r.Attach(bob); !errors.Is(err, push.ErrNotConsuming) {
 		t.Fatalf("attach before Run: got %v, want ErrNotConsuming", err)
 	}
-	ctxRun, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctxRun) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("push run: %v", err)
-		}
-	}()
+	startRegistry(t, r)
 	time.Sleep(500 * time.Millisecond)
 	if err := r.Ready(); !errors.Is(err, push.ErrNotConsuming) {
 		t.Fatalf("ready while a foreign consumer holds the name: got %v, want ErrNotConsuming", err)
@@ -99,15 +91,8 @@ func TestConsumerReplacedWhileCreatedIsNotTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("push run: %v", err)
-		}
-	}()
+	startRegistry(t, r)
+	ctx := context.Background()
 	testwait.Until(t, "the squatter in place", func() bool {
 		info, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("a"))
 		return err == nil && info.CachedInfo().Config.DeliverPolicy == jetstream.DeliverAllPolicy

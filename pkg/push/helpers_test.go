@@ -140,6 +140,18 @@ func mustRegistry(t testing.TB, e *env, node string, tweak func(*push.Config)) *
 // test, and waits until its consumer is live.
 func runRegistry(t testing.TB, e *env, r *push.Registry, node string) (stop func()) {
 	t.Helper()
+	stop = startRegistry(t, r)
+	testwait.Until(t, "consumer live", func() bool {
+		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName(node))
+		return err == nil && r.Ready() == nil
+	})
+	return stop
+}
+
+// startRegistry runs r until the returned stop (idempotent) or the end of
+// the test, without waiting for its consumer.
+func startRegistry(t testing.TB, r *push.Registry) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -153,10 +165,6 @@ func runRegistry(t testing.TB, e *env, r *push.Registry, node string) (stop func
 		})
 	}
 	t.Cleanup(stop)
-	testwait.Until(t, "consumer live", func() bool {
-		_, err := e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName(node))
-		return err == nil && r.Ready() == nil
-	})
 	return stop
 }
 
