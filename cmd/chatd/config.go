@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/chatd/chatd/internal/gcfloor"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/node"
@@ -26,6 +27,9 @@ type settings struct {
 	// maxProcs caps the Go scheduler's processors (GOMAXPROCS); 0 keeps
 	// Go's choice (the GOMAXPROCS variable, else the CPUs available).
 	maxProcs int
+	// heapFloor is the heap goal Go's collector is held to at least
+	// (internal/gcfloor); 0 leaves GOGC alone.
+	heapFloor int64
 	// configFile is a YAML file of settings below flags and env (--config).
 	configFile string
 	// webhookURLs and webhookSecret are --webhook and --webhook-secret;
@@ -76,8 +80,11 @@ func declareGeneral(f *envFlags, s *settings) {
 		short: "print the version and exit",
 		long:  "print the module version and VCS revision, and exit"})
 	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, doc{group: groupGeneral, unset: "every CPU",
-		short: "most CPUs running Go code at once (GOMAXPROCS)",
+		short: "CPUs running Go at once (GOMAXPROCS)",
 		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS); `0`: Go's choice, every CPU. `1` on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 (BENCHMARKS.md)"})
+	f.Int64(&s.heapFloor, "heap-floor-bytes", "CHATD_HEAP_FLOOR_BYTES", gcfloor.DefaultFloor, doc{group: groupGeneral,
+		short: "Go heap reached before collecting garbage",
+		long:  "bytes the Go heap may reach before the garbage collector runs: while the live heap is under half of this, GOGC is raised so the collector waits until the heap reaches it (pairs at 4,000 msg/s: 75 against 82 µs of chatd CPU per message, peak RSS 110 against 62 MiB; docs/benchmarks-log.md, \"A floor under the GC's heap goal\"); above that, Go's default GOGC=100. `0`: off. Ignored when the GOGC variable is set"})
 }
 
 func declareListening(f *envFlags, c *node.Config) {

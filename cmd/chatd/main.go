@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chatd/chatd/internal/gcfloor"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -125,6 +126,10 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	if err := applyMaxProcs(s.maxProcs); err != nil {
 		return err
 	}
+	floor, err := heapFloor(s.heapFloor, log)
+	if err != nil {
+		return err
+	}
 	nofile, err := raiseFileLimit(log)
 	if err != nil {
 		return err
@@ -140,6 +145,13 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	floorCtx, stopFloor := context.WithCancel(ctx)
+	floorDone := make(chan struct{})
+	go func() {
+		defer close(floorDone)
+		gcfloor.Run(floorCtx, floor)
+	}()
+	defer func() { stopFloor(); <-floorDone }()
 	start := time.Now()
 	n, err := node.Start(ctx, s.node)
 	if err != nil {
@@ -170,6 +182,19 @@ func applyMaxProcs(n int) error {
 		runtime.GOMAXPROCS(n)
 	}
 	return nil
+}
+
+// heapFloor checks --heap-floor-bytes and returns the floor to keep: none when
+// the GOGC variable is set, since whoever set it chose the collector's pace.
+func heapFloor(floor int64, log *slog.Logger) (uint64, error) {
+	if floor < 0 {
+		return 0, fmt.Errorf("--heap-floor-bytes %d: want 0 (off) or a number of bytes", floor)
+	}
+	if floor > 0 && os.Getenv("GOGC") != "" {
+		log.Info("GOGC is set, so --heap-floor-bytes is ignored", "gogc", os.Getenv("GOGC"))
+		return 0, nil
+	}
+	return uint64(floor), nil
 }
 
 // tlsReloader is what SIGHUP reloads (*node.Node).

@@ -3,10 +3,12 @@ package main
 import (
 	"flag"
 	"io"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/chatd/chatd/internal/gcfloor"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -71,5 +73,34 @@ func TestMaxProcs(t *testing.T) {
 	}
 	if err := applyMaxProcs(-1); err == nil || !strings.Contains(err.Error(), "want 0") {
 		t.Fatalf("-1: err %v, want a refusal saying what to give", err)
+	}
+}
+
+// --heap-floor-bytes defaults to gcfloor's floor and reads its variable; a
+// negative size is refused with what to give, and a GOGC variable turns
+// the floor off, since whoever set it chose the collector's pace.
+func TestHeapFloor(t *testing.T) {
+	t.Setenv("GOGC", "")
+	s, err := parseWith(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.heapFloor != gcfloor.DefaultFloor {
+		t.Fatalf("default %d, want %d", s.heapFloor, gcfloor.DefaultFloor)
+	}
+	t.Setenv("CHATD_HEAP_FLOOR_BYTES", "0")
+	if s, err = parseWith(t); err != nil || s.heapFloor != 0 {
+		t.Fatalf("CHATD_HEAP_FLOOR_BYTES=0: %d, %v; want 0 (off)", s.heapFloor, err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if floor, err := heapFloor(32<<20, log); err != nil || floor != 32<<20 {
+		t.Fatalf("32 MiB: floor %d, err %v", floor, err)
+	}
+	if _, err := heapFloor(-1, log); err == nil || !strings.Contains(err.Error(), "want 0") {
+		t.Fatalf("-1: err %v, want a refusal saying what to give", err)
+	}
+	t.Setenv("GOGC", "200")
+	if floor, err := heapFloor(32<<20, log); err != nil || floor != 0 {
+		t.Fatalf("with GOGC=200: floor %d, err %v; want 0 (GOGC wins)", floor, err)
 	}
 }
