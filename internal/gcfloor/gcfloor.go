@@ -1,11 +1,12 @@
 // Package gcfloor keeps Go's garbage collector from running while the heap
 // is small. chatd's live heap is a few MiB at thousands of messages a
 // second, so with GOGC=100 the collector starts every few MiB allocated, and
-// each cycle also scans the stacks of two goroutines per connection: at
+// each cycle also scans the stack of every connection's reader: at
 // 4,000 msg/s that was a tenth of chatd's CPU (docs/benchmarks-log.md, "A
 // floor under the GC's heap goal"). Go has a ceiling (GOMEMLIMIT) but no
 // floor, so the floor raises GOGC while the live heap is under half of it,
-// and gives GOGC=100 back once the live heap needs no help.
+// and gives GOGC=100 back once the live heap needs no help. A GOMEMLIMIT
+// below the floor still wins: the collector runs when the limit is near.
 package gcfloor
 
 import (
