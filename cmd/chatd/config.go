@@ -84,7 +84,7 @@ func declareGeneral(f *envFlags, s *settings) {
 		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS); `0`: Go's choice, every CPU. `1` on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 (BENCHMARKS.md)"})
 	f.Int64(&s.heapFloor, "heap-floor-bytes", "CHATD_HEAP_FLOOR_BYTES", gcfloor.DefaultFloor, doc{group: groupGeneral,
 		short: "Go heap reached before collecting garbage",
-		long:  "bytes the Go heap may reach before the garbage collector runs: while the live heap is under half of this, GOGC is raised so the collector waits until the heap reaches it (pairs at 4,000 msg/s: 75 against 82 µs of chatd CPU per message, peak RSS 110 against 62 MiB; docs/benchmarks-log.md, \"A floor under the GC's heap goal\"); above that, Go's default GOGC=100. `0`: off. Ignored when the GOGC variable is set"})
+		long:  "bytes the Go heap may reach before the garbage collector runs: while the live heap is under half of this, GOGC is raised (to 1000 at most) so the collector waits until the heap reaches it (pairs at 4,000 msg/s: 75 against 82 µs of chatd CPU per message, peak RSS 110 against 62 MiB; docs/benchmarks-log.md, \"A floor under the GC's heap goal\"); above that, Go's default GOGC=100. `0`: off. Ignored when the GOGC variable is set"})
 }
 
 func declareListening(f *envFlags, c *node.Config) {

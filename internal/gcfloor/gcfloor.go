@@ -4,9 +4,10 @@
 // each cycle also scans the stack of every connection's reader: at
 // 4,000 msg/s that was a tenth of chatd's CPU (docs/benchmarks-log.md, "A
 // floor under the GC's heap goal"). Go has a ceiling (GOMEMLIMIT) but no
-// floor, so the floor raises GOGC while the live heap is under half of it,
-// and gives GOGC=100 back once the live heap needs no help. A GOMEMLIMIT
-// below the floor still wins: the collector runs when the limit is near.
+// floor, so the floor raises GOGC (to 1000 at most) while the live heap is
+// under half of it, and gives GOGC=100 back once the live heap needs no
+// help. A GOMEMLIMIT below the floor still wins: the collector runs when
+// the limit is near.
 package gcfloor
 
 import (
@@ -32,8 +33,9 @@ const basePercent = 100
 const maxPercent = 1000
 
 // checkEvery is how often the live heap is read besides after every
-// collection; setting GOGC neither stops the world nor starts a cycle.
-const checkEvery = 250 * time.Millisecond
+// collection, in case a cleanup comes late; setting GOGC neither stops the
+// world nor starts a cycle.
+const checkEvery = time.Second
 
 const liveMetric = "/gc/heap/live:bytes"
 
