@@ -145,13 +145,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	floorCtx, stopFloor := context.WithCancel(ctx)
-	floorDone := make(chan struct{})
-	go func() {
-		defer close(floorDone)
-		gcfloor.Run(floorCtx, floor)
-	}()
-	defer func() { stopFloor(); <-floorDone }()
+	defer keepHeapFloor(ctx, floor)()
 	start := time.Now()
 	n, err := node.Start(ctx, s.node)
 	if err != nil {
@@ -195,6 +189,18 @@ func heapFloor(floor int64, log *slog.Logger) (uint64, error) {
 		return 0, nil
 	}
 	return uint64(floor), nil
+}
+
+// keepHeapFloor runs gcfloor until ctx ends or the returned stop is
+// called; stop returns once GOGC is given back.
+func keepHeapFloor(ctx context.Context, floor uint64) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gcfloor.Run(ctx, floor)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // tlsReloader is what SIGHUP reloads (*node.Node).
