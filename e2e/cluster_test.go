@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"net/url"
 	"sync"
 	"testing"
@@ -11,46 +10,34 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
-	"github.com/chatd/chatd/pkg/store"
+	"github.com/nats-io/nats.go"
 )
 
-// commitNotes counts the outbox notifications on a database by the node
-// that committed, from a listener of its own, until the test ends.
+// commitNotes counts the commit announcements to the leading relay (on
+// the default prefix's chat.relay.wake) by the node that sent them, from a
+// NATS connection of its own, until the test ends.
 type commitNotes struct {
 	mu     sync.Mutex
 	byNode map[string]int
 }
 
-func listenCommits(t *testing.T, dsn string) *commitNotes {
+func listenCommits(t *testing.T, natsURL string) *commitNotes {
 	t.Helper()
-	st, err := store.Open(context.Background(), dsn, store.Config{Logger: testLogger()})
+	nc, err := nats.Connect(natsURL)
 	if err != nil {
-		t.Fatalf("open store: %v", err)
+		t.Fatalf("connect to NATS: %v", err)
 	}
+	t.Cleanup(nc.Close)
 	n := &commitNotes{byNode: make(map[string]int)}
-	ctx, cancel := context.WithCancel(context.Background())
-	connected := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- st.ListenOutbox(ctx, func(node string) {
-			if node == "" {
-				select {
-				case <-connected:
-				default:
-					close(connected)
-				}
-				return
-			}
-			n.mu.Lock()
-			n.byNode[node]++
-			n.mu.Unlock()
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
-	select {
-	case <-connected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("commit listener did not connect")
+	if _, err := nc.Subscribe("chat.relay.wake", func(m *nats.Msg) {
+		n.mu.Lock()
+		n.byNode[string(m.Data)]++
+		n.mu.Unlock()
+	}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("flush the subscription: %v", err)
 	}
 	return n
 }
@@ -86,7 +73,7 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	alice.c.Track(chat)
 	bob := mustPeer(t, b.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })
 	bob.waitConnected(t, 1)
-	notes := listenCommits(t, dsn)
+	notes := listenCommits(t, ns.ClientURL())
 
 	var fromAlice, fromBob []client.Accepted
 	var wg sync.WaitGroup
@@ -100,10 +87,10 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	if got := relayActive(t, a, b); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on a, b = %v, want exactly one (a)", got)
 	}
-	// a's relay is handed a's commits and woken for them directly: only b's
-	// commits wake it through PostgreSQL.
+	// a's relay is handed a's commits and woken for them directly: only b
+	// announces its commits.
 	if na, nb := notes.from("a"), notes.from("b"); na != 0 || nb == 0 {
-		t.Errorf("commit notifications from a, b = %d, %d; want none from the leading node a and some from b", na, nb)
+		t.Errorf("commit announcements from a, b = %d, %d; want none from the leading node a and some from b", na, nb)
 	}
 	// Each of the other node's messages came as a msg frame through the
 	// stream (a slow one may have been fetched from history first, when the

@@ -139,6 +139,7 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	}
 	rc := cfg.Relay
 	rc.Outbox, rc.JS, rc.SubjectPrefix, rc.NodeID = n.Store, n.js, cfg.streamSubjects(), n.nodeID
+	rc.WakeSubject = cfg.relayWakeSubject()
 	rc.Logger, rc.Registerer = n.log, n.reg
 	rc.Settler = nil
 	if settle {

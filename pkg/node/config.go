@@ -95,13 +95,13 @@ type Config struct {
 	// Reads is the group commit of read receipts; the node fills in Store.
 	Reads ingest.ReadsConfig
 	// Store is the PostgreSQL store; the node fills in MinChatRetention
-	// (Stream.MaxAge), NodeID, Notify and HighWater.
+	// (Stream.MaxAge) and HighWater.
 	Store store.Config
 	// Stream is the delivery stream; the node fills in SubjectPrefix. Its
 	// Name, when not the default, must be unique per NATS account.
 	Stream stream.Config
 	// Relay moves the outbox into the stream; the node fills in Outbox,
-	// JS, SubjectPrefix, NodeID and, while settling, Settler.
+	// JS, SubjectPrefix, WakeSubject, NodeID and, while settling, Settler.
 	Relay stream.RelayConfig
 	// Push is live delivery; the node fills in NodeID, JS, Stream, Settle,
 	// AloneCheck and Seen.

@@ -51,6 +51,10 @@ func (c *Config) notifyStream() string   { return c.Stream.Name + "_NOTIFY" }
 func (c *Config) changesSubjects() string { return c.SubjectPrefix + ".changes." }
 func (c *Config) changesStream() string   { return c.Stream.Name + "_CHANGES" }
 
+// relayWakeSubject is where the nodes announce their commits to the
+// leading relay (stream.RelayConfig.WakeSubject).
+func (c *Config) relayWakeSubject() string { return c.SubjectPrefix + ".relay.wake" }
+
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 

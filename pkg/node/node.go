@@ -166,10 +166,7 @@ func (n *Node) startDatabase(ctx context.Context) error {
 		dsn = pg.DSN("chatd")
 	}
 	sc := n.cfg.Store
-	sc.Logger, sc.MinChatRetention, sc.NodeID, sc.HighWater = n.log, n.cfg.Stream.MaxAge, n.nodeID, n.highWater
-	// While this node's relay leads, onCommit hands it every commit and
-	// wakes it; only another node's relay needs the notification.
-	sc.Notify = func() bool { return n.Relay == nil || !n.Relay.Active() }
+	sc.Logger, sc.MinChatRetention, sc.HighWater = n.log, n.cfg.Stream.MaxAge, n.highWater
 	sc.RecordMembers, sc.RecordReads = n.cfg.changesWanted(chatd.EventMember), n.cfg.changesWanted(chatd.EventRead)
 	st, err := store.Open(ctx, dsn, sc)
 	if err != nil {

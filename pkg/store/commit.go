@@ -59,9 +59,6 @@ type Outcome struct {
 	contended bool
 }
 
-// notifyChannel is the LISTEN/NOTIFY channel that wakes relays on commit.
-const notifyChannel = "chatd_outbox"
-
 // CommitBatch stores a batch of sends in one transaction (group commit) and
 // returns one Outcome per send, in sends order. It is safe to call
 // concurrently: batches lock their chats in id order, so they cannot deadlock
@@ -184,7 +181,7 @@ func (s *Store) commitOnce(ctx context.Context, sends []Send, findDuplicates, sk
 		}
 		conn.Release()
 	}()
-	p := newCommitPlan(sends, s.nodeID, s.notify == nil || s.notify())
+	p := newCommitPlan(sends)
 	p.findDuplicates = findDuplicates
 	p.skipLocked = skipLocked
 	if err := p.load(ctx, conn); err != nil {
@@ -223,8 +220,6 @@ type commitPlan struct {
 	sends   []Send
 	out     []Outcome
 	chatIDs []string // distinct, sorted: the lock order
-	nodeID  string   // the committing node, named in the notification
-	notify  bool     // whether the commit sends the notification
 
 	findDuplicates bool                      // look up stored (sender, cid) pairs (see CommitBatch)
 	skipLocked     bool                      // leave out chats another transaction holds (see commitContended)
@@ -242,7 +237,7 @@ type commitPlan struct {
 	dupOf []int // dupOf[i] = j when send i repeats an earlier send j of this batch; else -1
 }
 
-func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
+func newCommitPlan(sends []Send) *commitPlan {
 	ids := make([]string, len(sends))
 	for i := range sends {
 		ids[i] = sends[i].Chat
@@ -252,8 +247,6 @@ func newCommitPlan(sends []Send, nodeID string, notify bool) *commitPlan {
 		sends:   sends,
 		out:     make([]Outcome, len(sends)),
 		chatIDs: slices.Compact(ids),
-		nodeID:  nodeID,
-		notify:  notify,
 		fresh:   make([]int, 0, len(sends)),
 		dupOf:   make([]int, len(sends)),
 	}
@@ -564,12 +557,9 @@ func (p *commitPlan) queueInsert(b *pgx.Batch) {
 		where u.history_id in (select id from h)`,
 		c.msgIDs, c.chats, c.seqs, c.froms, c.devices, c.cids, c.bodies, c.tss,
 		c.kinds, c.targets, c.metas, c.emojis, c.ons, c.recips, c.historyIDs, c.outboxIDs)
-	// A data-modifying WITH runs whether or not the query reads it.
-	b.Queue(`with advanced as (
-			update chats set last_seq = u.seq
-			from unnest($1::text[], $2::int8[]) as u(id, seq)
-			where chats.id = u.id and chats.last_seq < u.seq)
-		select pg_notify('`+notifyChannel+`', $3) where $4`, c.upChats, c.upSeqs, p.nodeID, p.notify)
+	b.Queue(`update chats set last_seq = u.seq
+		from unnest($1::text[], $2::int8[]) as u(id, seq)
+		where chats.id = u.id and chats.last_seq < u.seq`, c.upChats, c.upSeqs)
 }
 
 // readInsert reads the results of queueInsert's statements and gives every
@@ -590,7 +580,7 @@ func (p *commitPlan) readInsert(br pgx.BatchResults) error {
 		p.out[i].OutboxID = p.outboxIDs[k]
 	}
 	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("advance chats and notify: %w", err)
+		return fmt.Errorf("advance chats: %w", err)
 	}
 	return nil
 }

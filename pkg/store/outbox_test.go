@@ -2,13 +2,13 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/pkg/store"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestOutboxReadAndDeleteByIDs(t *testing.T) {
@@ -128,106 +128,32 @@ func TestRelayLockIsExclusiveAcrossStores(t *testing.T) {
 	}
 }
 
-// listenWakes runs s.ListenOutbox until the test ends and returns the node
-// each wake named ("" for a (re)connect); wakes beyond its buffer are dropped.
-func listenWakes(t *testing.T, s *store.Store) <-chan string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	wakes := make(chan string, 16)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.ListenOutbox(ctx, func(node string) {
-			select {
-			case wakes <- node:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("listen returned %v, want nil", err)
-		}
-	})
-	return wakes
-}
-
-func TestListenOutboxWakesOnCommit(t *testing.T) {
-	s1, dsn := mustOpen(t)
-	// Another node: its commits' notifications name it.
-	s2, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet, NodeID: "node-b"})
+// No commit sends a PostgreSQL notification. PostgreSQL serializes every
+// transaction that notifies, through its commit's WAL flush, on one lock
+// for the whole server: nodes sharing the database committed one after the
+// other and lost their group commit (docs/benchmarks-log.md, "The cluster's
+// commits queued on PostgreSQL's notification lock"). Relays are woken over
+// NATS instead (stream.RelayConfig.WakeSubject).
+func TestCommitSendsNoNotification(t *testing.T) {
+	s, dsn := mustOpen(t)
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s2.Close)
-	c := mustGroup(t, s2, "alice")
-	wakes := listenWakes(t, s1)
-	waitWake := func(what, node string) {
-		t.Helper()
-		select {
-		case got := <-wakes:
-			if got != node {
-				t.Fatalf("wake %s named node %q, want %q", what, got, node)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no wake %s", what)
-		}
-	}
-	waitWake("after connecting", "")
-	// A commit through another Store (another node) wakes this one.
-	mustCommit(t, s2, sends(c.ID, "alice", "a", 1))
-	waitWake("after a commit", "node-b")
-
-	// The listener survives losing its connection.
-	var killed int
-	if err := s2.Pool().QueryRow(context.Background(), `select count(pg_terminate_backend(pid)) from pg_stat_activity
-		where datname = current_database() and query = 'listen chatd_outbox'`).Scan(&killed); err != nil || killed != 1 {
-		t.Fatalf("terminate the listener: killed %d (%v), want 1", killed, err)
-	}
-	waitWake("after reconnecting", "")
-	drain := time.After(200 * time.Millisecond)
-	for draining := true; draining; {
-		select {
-		case <-wakes:
-		case <-drain:
-			draining = false
-		}
-	}
-	mustCommit(t, s2, sends(c.ID, "alice", "b", 1))
-	waitWake("after a commit on the new connection", "node-b")
-}
-
-// A commit sends its notification only while Config.Notify says so (a node
-// whose own relay leads needs none).
-func TestCommitNotifiesOnlyWhenAsked(t *testing.T) {
-	s1, dsn := mustOpen(t)
-	var notify atomic.Bool
-	s2, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet, NodeID: "node-b", Notify: notify.Load})
-	if err != nil {
+	t.Cleanup(func() { listener.Close(context.Background()) })
+	// The channel earlier versions notified on.
+	if _, err := listener.Exec(ctx, "listen chatd_outbox"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s2.Close)
-	c := mustGroup(t, s2, "alice")
-	wakes := listenWakes(t, s1)
-	if got := <-wakes; got != "" {
-		t.Fatalf("wake on connecting named %q", got)
-	}
-
-	mustCommit(t, s2, sends(c.ID, "alice", "quiet", 3))
-	select {
-	case got := <-wakes:
-		t.Fatalf("a commit with Notify false woke the listener (node %q)", got)
-	case <-time.After(500 * time.Millisecond):
-	}
-	notify.Store(true)
-	mustCommit(t, s2, sends(c.ID, "alice", "loud", 3))
-	select {
-	case got := <-wakes:
-		if got != "node-b" {
-			t.Fatalf("wake named %q, want node-b", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a commit with Notify true did not wake the listener")
+	c := mustGroup(t, s, "alice")
+	mustCommit(t, s, sends(c.ID, "alice", "a", 3))
+	wait, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if n, err := listener.WaitForNotification(wait); err == nil {
+		t.Fatalf("a commit notified channel %q (payload %q): every notifying commit in the cluster waits for the one before it", n.Channel, n.Payload)
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait for a notification: %v", err)
 	}
 }
 

@@ -34,8 +34,8 @@ const DefaultMaxGroupMembers = 1000
 // Config tunes a Store. The zero value is usable.
 type Config struct {
 	// MaxConns caps the connection pool (a pool_max_conns in the DSN is
-	// overridden). 0 means DefaultMaxConns. The dedicated connections of
-	// ListenOutbox and a held RelayLock are not counted against it.
+	// overridden). 0 means DefaultMaxConns. The dedicated connection of a
+	// held RelayLock is not counted against it.
 	MaxConns int
 	// MaxGroupMembers caps a group's size, checked when it is created and
 	// when a member is added (chatd.ErrTooManyMembers). 0 means
@@ -50,17 +50,6 @@ type Config struct {
 	// Logger receives the store's warnings (e.g. a lost LISTEN connection).
 	// nil means slog.Default().
 	Logger *slog.Logger
-	// NodeID names this node in the notification each commit sends to wake
-	// relays, so that a relay can tell its own node's commits, which it is
-	// handed in memory and woken for directly, from other nodes'
-	// (ListenOutbox). Empty: the notification names no node.
-	NodeID string
-	// Notify reports, at each commit, whether the commit must wake relays
-	// with a notification. A node whose own relay leads answers false: it
-	// hands that relay its commits and wakes it directly, and no other
-	// relay reads the outbox, so the notification would only cost
-	// PostgreSQL and the listeners a wake-up per commit. Nil: always.
-	Notify func() bool
 	// Tracer, if set, sees every statement the pool's connections run (and
 	// every pipelined batch, if it also implements pgx.BatchTracer): a hook
 	// for query tracing, and how the tests count round trips.
@@ -85,8 +74,6 @@ type Store struct {
 	sampled          *logsample.Sampler // what can repeat for every batch (a row refused)
 	minChatRetention time.Duration
 	maxGroupMembers  int
-	nodeID           string      // the payload of the commit's notification
-	notify           func() bool // nil: always notify
 	highWater        func(context.Context) (HighWater, error)
 	recordMembers    bool
 	markReadSQL      string // markReadSQL, or markReadRecordedSQL while recording reads
@@ -121,7 +108,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	s := &Store{
 		log: log, sampled: logsample.New(log, logsample.Config{}),
 		minChatRetention: max(cfg.MinChatRetention, 0), maxGroupMembers: cfg.MaxGroupMembers,
-		nodeID: cfg.NodeID, notify: cfg.Notify, highWater: cfg.HighWater,
+		highWater:     cfg.HighWater,
 		recordMembers: cfg.RecordMembers, markReadSQL: markReadSQL,
 	}
 	if cfg.RecordReads {
@@ -148,7 +135,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 }
 
 // Close closes the pool, waiting for borrowed connections to come back.
-// Dedicated connections (ListenOutbox, RelayLock) are closed by their owners.
+// A held RelayLock's dedicated connection is closed by its owner.
 func (s *Store) Close() {
 	s.pool.Close()
 	s.sampled.Flush()

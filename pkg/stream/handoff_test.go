@@ -21,18 +21,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// handOutbox is the real store without the NOTIFY wake-up, so that a test
-// decides when a round runs (Wake), and with its reads counted. failDelete
+// handOutbox is the real store with its reads counted; with no
+// RelayConfig.WakeSubject and a long Poll, the test decides when a round
+// runs (Wake). failDelete
 // fails that many deletes first: a relay killed between publish and delete.
 type handOutbox struct {
 	countedReads
 	byID       atomic.Int64 // calls of ReadOutboxByID
 	failDelete atomic.Int64
-}
-
-func (o *handOutbox) ListenOutbox(ctx context.Context, _ func(string)) error {
-	<-ctx.Done()
-	return nil
 }
 
 // countedReads is the real store counting the relay's table reads

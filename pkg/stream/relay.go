@@ -47,7 +47,6 @@ type Outbox interface {
 	DeleteOutbox(ctx context.Context, ids []int64) (int64, error)
 	SetAsideOutbox(ctx context.Context, id int64, reason string) error
 	TryRelayLock(ctx context.Context) (*store.RelayLock, bool, error)
-	ListenOutbox(ctx context.Context, wake func(node string)) error
 }
 
 // RelayConfig configures a Relay. Zero values take the documented defaults.
@@ -84,9 +83,20 @@ type RelayConfig struct {
 	// read back from PostgreSQL. Zero means DefaultHold; negative holds
 	// nothing (every row is read back, as before the hand-off).
 	Hold int
-	// NodeID is the node whose commits this relay is handed with Offer and
-	// woken for with Wake (store.Config.NodeID of the same node): their
-	// notifications are ignored. Empty: every notification wakes the relay.
+	// WakeSubject is the core NATS subject on which the nodes sharing the
+	// database announce their commits to the leading relay: Wake publishes
+	// on it while another node's relay leads, and Run listens on it. It is
+	// NATS rather than PostgreSQL's NOTIFY because PostgreSQL serializes
+	// every notifying transaction through its commit's WAL flush, on one
+	// lock for the whole server: nodes committing at once lost their group
+	// commit (docs/benchmarks-log.md, "The cluster's commits queued on
+	// PostgreSQL's notification lock"). An announcement lost (NATS down, a
+	// slow subscriber) costs a Poll of latency, never a row. Empty: no
+	// announcements; each relay is woken by its own node's commits and Poll.
+	WakeSubject string
+	// NodeID names this node in its announcements. The relay ignores its
+	// own: they were sent before it led, and this node's commits are
+	// handed to it with Offer and Wake.
 	NodeID string
 	// Settler, on a single node only, keeps messages its connections have
 	// all acked out of the stream (settle.go): the relay deletes their rows
@@ -153,7 +163,8 @@ type Relay struct {
 	nc      *nats.Conn
 	pub     *publisher
 	wake    chan struct{}
-	held    *held // this node's commits, handed over while it leads
+	wakeMsg []byte // NodeID, the payload of this node's announcements
+	held    *held  // this node's commits, handed over while it leads
 	metrics *relayMetrics
 	active  atomic.Bool
 	// cut is set when the last round stopped at a message still waiting
@@ -177,7 +188,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	return &Relay{
 		cfg: cfg, log: log, nc: nc, pub: pub, held: h, sent: make(map[int64]struct{}),
 		sampled: logsample.New(log, logsample.Config{Now: cfg.Now}),
-		wake:    make(chan struct{}, 1), metrics: newRelayMetrics(cfg.Registerer, h),
+		wake:    make(chan struct{}, 1), wakeMsg: []byte(cfg.NodeID),
+		metrics: newRelayMetrics(cfg.Registerer, h),
 	}, nil
 }
 
@@ -188,26 +200,35 @@ func (r *Relay) Active() bool { return r.active.Load() }
 // (at most Batch; zero between rounds).
 func (r *Relay) PublishAsyncPending() int { return r.pub.pending() }
 
-// Wake tells the relay that rows were committed. It never blocks.
+// Wake tells the relay that this node committed rows, after Offer. While
+// another node's relay leads, it announces the commit to that relay on
+// WakeSubject. It never blocks on I/O.
 func (r *Relay) Wake() {
+	if r.cfg.WakeSubject != "" && !r.active.Load() {
+		if err := r.nc.Publish(r.cfg.WakeSubject, r.wakeMsg); err != nil {
+			r.sampled.Warn("announce a commit to the leading relay failed; it finds the rows at its next poll",
+				"err", err, "poll", r.cfg.Poll)
+		}
+	}
+	r.signal()
+}
+
+// signal ends the leading relay's idle wait. It never blocks.
+func (r *Relay) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// notified is the outbox listener's wake-up: a commit by node, or (empty)
-// the listener's reconnect. This node's own commits are left to Offer and
-// the Wake that follows it: woken by their notification, which often comes
-// first, an idle relay ran its round before the hand-off and read the rows
-// back from PostgreSQL: a large share of all rows under load
-// (docs/benchmarks-log.md, "What a round trip costs
-// on this box, and the relay's wake-ups (2026-12-01)").
-func (r *Relay) notified(node string) {
-	if node != "" && node == r.cfg.NodeID {
+// announced is the handler of another node's commit announcement; its
+// payload is that node's id. This node's own are ignored: they were
+// announced before this relay led, and Offer and Wake hand it the rows.
+func (r *Relay) announced(m *nats.Msg) {
+	if len(m.Data) > 0 && string(m.Data) == r.cfg.NodeID {
 		return
 	}
-	r.Wake()
+	r.signal()
 }
 
 // Offer hands the relay the entries of a batch this node just committed, so

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/nats-io/nats.go"
 )
 
-// Run relays until ctx is done. It listens for commits of other nodes,
-// contends for the relay lock while this node can reach NATS, and while it
-// holds the lock drains the outbox. It returns after its goroutines exit.
+// Run relays until ctx is done. It listens for other nodes' commit
+// announcements, contends for the relay lock while this node can reach
+// NATS, and while it holds the lock drains the outbox. It returns after
+// its goroutines exit.
 func (r *Relay) Run(ctx context.Context) error {
 	// A reconnect ends any wait at once: rows piled up while the link was
 	// down, and the standby loop waits for the link before it contends.
@@ -23,15 +23,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	// Run (a round always ends before lead returns).
 	defer r.pub.close()
 	defer r.sampled.Flush()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := r.cfg.Outbox.ListenOutbox(ctx, r.notified); err != nil && ctx.Err() == nil {
-			r.log.Warn("listen for outbox commits stopped; relying on the poll", "err", err)
+	if r.cfg.WakeSubject != "" {
+		sub, err := r.nc.Subscribe(r.cfg.WakeSubject, r.announced)
+		if err != nil {
+			return fmt.Errorf("relay: subscribe to commit announcements on %s: %w", r.cfg.WakeSubject, err)
 		}
-	}()
-	defer wg.Wait()
+		// Unsubscribe stops the handler's goroutine (nats.go's, one per
+		// subscription).
+		defer sub.Unsubscribe() //nolint:errcheck // the connection may be closing; nothing to undo
+	}
 	for ctx.Err() == nil {
 		if !r.nc.IsConnected() {
 			// A node cut off from NATS must not take the relay from one
