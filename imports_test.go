@@ -22,16 +22,18 @@ var allowedImports = map[string][]string{
 	".":        {},
 	"embedded": {},
 	// The message's JSON and the envelope's size, shared by the wire and the stream.
-	"pkg/codec":   {"", "internal/jsonfast"},
-	"pkg/store":   {"", "pkg/codec", "internal/logsample"},
-	"pkg/ingest":  {"", "pkg/codec", "pkg/store", "internal/logsample"},
+	"pkg/codec":  {"", "internal/jsonfast"},
+	"pkg/store":  {"", "pkg/codec", "internal/logsample"},
+	"pkg/ingest": {"", "pkg/codec", "pkg/store", "internal/logsample"},
+	// Commit batches sent to the node whose relay leads; the ingest through its own interface.
+	"pkg/forward": {"", "pkg/store", "internal/logsample"},
 	"pkg/push":    {"", "pkg/codec", "internal/logsample"},
 	"pkg/reclaim": {},
 	"pkg/stream":  {"", "pkg/codec", "pkg/store", "internal/logsample", "internal/jsonfast"},
 	"pkg/wire":    {"", "pkg/codec", "internal/jsonfast"}, // the WebSocket protocol; any client may import it, so domain types and their JSON only
 	"pkg/api":     {"", "pkg/wire", "pkg/push", "internal/logsample", "internal/idle"},
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
-	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "pkg/changes", "web"},
+	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/forward", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "pkg/changes", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
 	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.

@@ -58,15 +58,49 @@ func relayActive(t *testing.T, nodes ...*runningNode) []float64 {
 	return out
 }
 
+// forwardBatches is a node's chatd_forward_batches_total{path}.
+func forwardBatches(t *testing.T, rn *runningNode, path string) float64 {
+	t.Helper()
+	mfs, err := rn.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "chatd_forward_batches_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == path {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // Two nodes on one PostgreSQL and one NATS elect one relay; recipients on
 // either node receive what is sent on the other; cancelling the relay's
-// node hands the relay over and delivery goes on through it.
+// node hands the relay over and delivery goes on through it. Each node
+// commits its own sends (--forward-commits off), so the standing-by node
+// announces its commits to the relay.
 func TestTwoNodesOneRelayHandsOver(t *testing.T) {
+	twoNodesOneRelay(t, node.ForwardOff)
+}
+
+// The same with the sends of the node whose relay stands by committed by
+// the node whose relay leads (--forward-commits on, the default): nothing
+// needs announcing, and after the hand-over the new leading node commits
+// what the next one forwards.
+func TestTwoNodesCommitOnTheRelaysNode(t *testing.T) {
+	twoNodesOneRelay(t, node.ForwardOn)
+}
+
+func twoNodesOneRelay(t *testing.T, forward string) {
 	dsn := testpg.NewDatabase(t)
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
-	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{}))
+	a := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "a", node.Config{Forward: forward}))
 	testwait.For(t, 10*time.Second, "node a takes the relay", func() bool { return a.metric(t, "chatd_relay_active") == 1 })
-	b := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "b", node.Config{}))
+	b := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "b", node.Config{Forward: forward}))
 
 	alice := mustPeer(t, a.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
@@ -87,10 +121,19 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 	if got := relayActive(t, a, b); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on a, b = %v, want exactly one (a)", got)
 	}
-	// a's relay is handed a's commits and woken for them directly: only b
-	// announces its commits.
-	if na, nb := notes.from("a"), notes.from("b"); na != 0 || nb == 0 {
+	// a's relay is handed a's commits and woken for them directly; b
+	// announces its own commits, or forwards them to a.
+	switch na, nb := notes.from("a"), notes.from("b"); {
+	case forward == node.ForwardOff && (na != 0 || nb == 0):
 		t.Errorf("commit announcements from a, b = %d, %d; want none from the leading node a and some from b", na, nb)
+	case forward == node.ForwardOn && (na != 0 || nb != 0):
+		t.Errorf("commit announcements from a, b = %d, %d; want none: a's relay is handed every commit", na, nb)
+	}
+	if forward == node.ForwardOn {
+		if fb, ta := forwardBatches(t, b, "forwarded"), forwardBatches(t, a, "taken"); fb == 0 || fb != ta ||
+			forwardBatches(t, b, "fallback") != 0 {
+			t.Errorf("b forwarded %v batches (%v fell back), a took %v; want all of b's taken by a", fb, forwardBatches(t, b, "fallback"), ta)
+		}
 	}
 	// Each of the other node's messages came as a msg frame through the
 	// stream (a slow one may have been fetched from history first, when the
@@ -112,10 +155,14 @@ func TestTwoNodesOneRelayHandsOver(t *testing.T) {
 
 	// A new node c stands by; what is sent on c reaches bob on b only
 	// through b's relay, the stream and b's consumer.
-	c := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "c", node.Config{}))
+	c := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "c", node.Config{Forward: forward}))
 	alice2 := mustPeer(t, c.URL(), "alice", "", nil)
 	later := alice2.sendN(t, chat, "c", 10, 5*time.Millisecond)
 	bob.reconcile(t, chat, 1, idsAfter(0, fromAlice, fromBob, later), 10*time.Second)
+	if forward == node.ForwardOn && (forwardBatches(t, c, "forwarded") == 0 || forwardBatches(t, b, "taken") == 0) {
+		t.Errorf("c forwarded %v batches and b took %v after the hand-over; want b to commit c's sends",
+			forwardBatches(t, c, "forwarded"), forwardBatches(t, b, "taken"))
+	}
 	testwait.For(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
 	if got := relayActive(t, b, c); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on b, c = %v, want exactly one (b)", got)

@@ -263,6 +263,9 @@ func declareDelivery(f *envFlags, c *node.Config) {
 	f.Duration(&c.Relay.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
 		short: "how long a message waits for local acks",
 		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off"})
+	f.String(&c.Forward, "forward-commits", "CHATD_FORWARD_COMMITS", node.ForwardOn, doc{group: groupDelivery,
+		short: "on: commit on the relay's node; off",
+		long:  "`on`: a node whose relay stands by sends each batch of sends to the node whose relay leads, which commits it with its own: fewer, larger transactions, no chat locked by two nodes, every commit handed to the relay in memory; a batch that node does not answer within 2 s is committed here. `off`: every node commits its own batches. See docs/architecture.md, \"Forwarded commits\""})
 	f.Int(&c.Stream.Replicas, "stream-replicas", "CHATD_STREAM_REPLICAS", stream.DefaultReplicas, doc{group: groupDelivery,
 		short: "stream copies (3 on a NATS cluster)",
 		long:  "replicas of the delivery stream (3 on a NATS cluster)"})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/chatd/chatd/pkg/node"
@@ -30,5 +32,36 @@ func TestSettleFlag(t *testing.T) {
 				t.Fatalf("got --settle %q, want %q", s.node.Settle, tt.want)
 			}
 		})
+	}
+}
+
+// --forward-commits is on unless the flag or CHATD_FORWARD_COMMITS says
+// off, and a node refuses any other value.
+func TestForwardCommitsFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{"default", "", nil, node.ForwardOn},
+		{"env", "off", nil, node.ForwardOff},
+		{"flag over env", "off", []string{"--forward-commits", "on"}, node.ForwardOn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("CHATD_FORWARD_COMMITS", tt.env)
+			s, err := parseWith(t, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.node.Forward != tt.want {
+				t.Fatalf("got --forward-commits %q, want %q", s.node.Forward, tt.want)
+			}
+		})
+	}
+	_, err := node.Start(context.Background(), node.Config{Forward: "sometimes", DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `--forward-commits "sometimes": want on or off`) {
+		t.Fatalf("a node with --forward-commits sometimes: %v, want it refused", err)
 	}
 }

@@ -141,12 +141,14 @@ func (c *Config) checkEnvelopeFits() error {
 		c.MaxBodyBytes, worst, c.MaxEnvelopeBytes, fits)
 }
 
-// item is one queued send with its answer: done, or for a Send its waiter.
+// item is one queued send with its answer: done, for a Send its waiter, or
+// for a forwarded send forwarded.
 type item struct {
-	req    chatd.SendRequest
-	done   func(chatd.SendResult)
-	wait   *waiter   // set by Send: the caller may give up before the commit (see shed.go)
-	queued time.Time // when Submit queued it: its batch's gather window starts here
+	req       chatd.SendRequest
+	done      func(chatd.SendResult)
+	wait      *waiter // set by Send: the caller may give up before the commit (see shed.go)
+	forwarded func(chatd.SendResult, store.Accepted)
+	queued    time.Time // when Submit queued it: its batch's gather window starts here
 }
 
 // Ingest is the accept path. Safe for concurrent use. Submit may be called
@@ -197,11 +199,23 @@ func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
 // done is called exactly once, from a commit worker, after the send's batch
 // committed or failed; done must not block.
 func (in *Ingest) Submit(req chatd.SendRequest, done func(chatd.SendResult)) error {
-	return in.submit(req, done, nil)
+	return in.submit(item{req: req, done: done})
 }
 
-func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *waiter) error {
-	if err := req.Check(in.cfg.MaxBodyBytes); err != nil {
+// SubmitForwarded is Submit for a send another node forwarded (pkg/forward):
+// done also gets the accepted message's outbox id and recipients, which
+// that node needs for its own fast path and high-water marks.
+//
+// A forwarded send waits out a gather window here as well as on its own
+// node: taken at once, it made this node's batches smaller, and measured
+// on a three-node cluster PostgreSQL spent more and the p99 was higher
+// (docs/benchmarks-log.md, "One committing node for the cluster").
+func (in *Ingest) SubmitForwarded(req chatd.SendRequest, done func(chatd.SendResult, store.Accepted)) error {
+	return in.submit(item{req: req, forwarded: done})
+}
+
+func (in *Ingest) submit(it item) error {
+	if err := it.req.Check(in.cfg.MaxBodyBytes); err != nil {
 		in.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
@@ -213,8 +227,9 @@ func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *
 	if !in.hold() {
 		return in.overloaded()
 	}
+	it.queued = time.Now()
 	select {
-	case in.queue <- item{req: req, done: done, wait: w, queued: time.Now()}:
+	case in.queue <- it:
 		in.alarm.queued(len(in.queue))
 		return nil
 	default: // not reached while held bounds what the channel holds

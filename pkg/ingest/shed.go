@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/store"
 )
 
 // hold counts one more send against QueueSize, or reports false when
@@ -51,7 +52,7 @@ func (in *Ingest) Send(ctx context.Context, req chatd.SendRequest) (chatd.SendRe
 		return chatd.SendResult{}, fmt.Errorf("send not queued: %w: %w", chatd.ErrUnavailable, err)
 	}
 	w := &waiter{result: make(chan chatd.SendResult, 1)}
-	if err := in.submit(req, nil, w); err != nil {
+	if err := in.submit(item{req: req, wait: w}); err != nil {
 		return chatd.SendResult{}, err
 	}
 	select {
@@ -71,13 +72,18 @@ func (in *Ingest) Send(ctx context.Context, req chatd.SendRequest) (chatd.SendRe
 	return chatd.SendResult{}, fmt.Errorf("gave up while the send's transaction was committing: %w: %w", chatd.ErrOutcomeUnknown, ctx.Err())
 }
 
-// answer delivers r to the send's caller.
-func (it *item) answer(r chatd.SendResult) {
-	if it.wait != nil {
+// answer delivers r to the send's caller; a forwarded send's caller also
+// gets acc, the accepted message's outbox id and recipients (zero unless
+// r is an acceptance).
+func (it *item) answer(r chatd.SendResult, acc store.Accepted) {
+	switch {
+	case it.wait != nil:
 		it.wait.result <- r
-		return
+	case it.forwarded != nil:
+		it.forwarded(r, acc)
+	default:
+		it.done(r)
 	}
-	it.done(r)
 }
 
 // claimBatch takes the worker's batch into its transaction: from here no

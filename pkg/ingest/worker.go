@@ -73,7 +73,7 @@ func (w *worker) commit() {
 		in.sampled.Warn("commit batch failed; senders told to resend", "sends", len(w.batch), "err", err)
 		failed := chatd.SendResult{Err: fmt.Errorf("commit: %v: %w", err, chatd.ErrUnavailable)}
 		for _, it := range w.batch {
-			it.answer(failed)
+			it.answer(failed, store.Accepted{})
 		}
 		w.clear()
 		return
@@ -84,13 +84,13 @@ func (w *worker) commit() {
 		switch {
 		case o.Err != nil:
 			in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
-			it.answer(chatd.SendResult{Err: o.Err})
+			it.answer(chatd.SendResult{Err: o.Err}, store.Accepted{})
 		case o.Duplicate:
 			in.metrics.duplicates.Inc()
-			it.answer(chatd.SendResult{Message: o.Message, Duplicate: true})
+			it.answer(chatd.SendResult{Message: o.Message, Duplicate: true}, o.Accepted)
 		default:
 			in.metrics.accepted.Inc()
-			it.answer(chatd.SendResult{Message: o.Message})
+			it.answer(chatd.SendResult{Message: o.Message}, o.Accepted)
 			w.fresh = append(w.fresh, o.Accepted)
 		}
 	}

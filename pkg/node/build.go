@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/changes"
+	"github.com/chatd/chatd/pkg/forward"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
@@ -140,6 +142,13 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	rc := cfg.Relay
 	rc.Outbox, rc.JS, rc.SubjectPrefix, rc.NodeID = n.Store, n.js, cfg.streamSubjects(), n.nodeID
 	rc.WakeSubject = cfg.relayWakeSubject()
+	// The forwarder is built with the ingest, after the relay; the lead
+	// changes only once Run runs.
+	rc.OnLead = func(leading bool) {
+		if n.Forward != nil {
+			n.Forward.Lead(leading)
+		}
+	}
 	rc.Logger, rc.Registerer = n.log, n.reg
 	rc.Settler = nil
 	if settle {
@@ -162,8 +171,20 @@ func (n *Node) buildIngest(cfg *Config) error {
 	ic := cfg.Ingest
 	ic.Store, ic.MaxEnvelopeBytes, ic.OnCommit, ic.Logger, ic.Registerer = n.Store, maxEnvelope, n.onCommit, n.log, n.reg
 	var err error
+	if cfg.Forward == ForwardOn {
+		n.Forward, err = forward.New(forward.Config{Conn: n.nc, Subject: cfg.forwardSubject(), Local: n.Store,
+			Logger: n.log, Registerer: n.reg})
+		if err != nil {
+			return err
+		}
+		n.closeFns = append(n.closeFns, n.Forward.Close)
+		ic.Store = n.Forward
+	}
 	if n.Ingest, err = ingest.New(ic); err != nil {
 		return err
+	}
+	if n.Forward != nil {
+		n.Forward.SetIngest(n.Ingest)
 	}
 	rc := cfg.Reads
 	rc.Store, rc.Logger = n.Store, n.log
@@ -203,14 +224,33 @@ func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoM
 
 // onCommit runs after each committed batch, after its senders were answered:
 // the fast path to local recipients, then the hand-off of the batch to the
-// relay (kept only if this node's relay leads) and its wake-up.
+// relay (kept only if this node's relay leads) and its wake-up. A batch the
+// leading node committed (forwarded) was handed to its relay there.
 func (n *Node) onCommit(batch []store.Accepted) {
 	for i := range batch {
 		n.marks.note(batch[i].Message.Chat, batch[i].Message.Seq, batch[i].OutboxID)
 		n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
 	}
-	n.Relay.Offer(batch)
-	n.Relay.Wake()
+	if own := committedHere(batch); len(own) > 0 {
+		n.Relay.Offer(own)
+		n.Relay.Wake()
+	}
+}
+
+// committedHere is batch without what another node committed for it: all
+// of it unless it was forwarded, and then only what that node gave back
+// (committed here after all).
+func committedHere(batch []store.Accepted) []store.Accepted {
+	if !slices.ContainsFunc(batch, func(a store.Accepted) bool { return a.Forwarded }) {
+		return batch
+	}
+	var own []store.Accepted
+	for _, a := range batch {
+		if !a.Forwarded {
+			own = append(own, a)
+		}
+	}
+	return own
 }
 
 // postgresState is /readyz's view of the PostgreSQL timeline and the last

@@ -83,6 +83,11 @@ type Config struct {
 	// publishes every message to the stream. Relay.SettleWait is how long a
 	// message waits for its acks while settling; negative turns settling off.
 	Settle string
+	// Forward is ForwardOn or ForwardOff; empty means ForwardOn. On, a node
+	// whose relay stands by sends each commit batch to the node whose
+	// relay leads, which commits it with its own (pkg/forward); off, every
+	// node commits its own batches.
+	Forward string
 
 	// API is the HTTP edge, identity and per-connection limits; the node
 	// fills in JWTSecret (from the field above), Demo, SDK, the announced
@@ -158,6 +163,12 @@ const (
 	SettleAuto = "auto"
 	// SettleOff publishes every message to the stream.
 	SettleOff = "off"
+)
+
+// Config.Forward's values.
+const (
+	ForwardOn  = "on"
+	ForwardOff = "off"
 )
 
 // settleOff says why settling is off for this configuration, or "" when
@@ -247,6 +258,13 @@ func (c *Config) setStreamDefaults() error {
 // setSettleDefaults defaults Settle and the settle wait, and the delivery
 // limits the API announces and the settle wait is checked against.
 func (c *Config) setSettleDefaults() error {
+	switch c.Forward {
+	case "":
+		c.Forward = ForwardOn
+	case ForwardOn, ForwardOff:
+	default:
+		return fmt.Errorf("node: --forward-commits %q: want %s or %s", c.Forward, ForwardOn, ForwardOff)
+	}
 	switch c.Settle {
 	case "":
 		c.Settle = SettleAuto

@@ -55,6 +55,10 @@ func (c *Config) changesStream() string   { return c.Stream.Name + "_CHANGES" }
 // leading relay (stream.RelayConfig.WakeSubject).
 func (c *Config) relayWakeSubject() string { return c.SubjectPrefix + ".relay.wake" }
 
+// forwardSubject is where the node whose relay leads takes the other
+// nodes' commit batches (pkg/forward).
+func (c *Config) forwardSubject() string { return c.SubjectPrefix + ".ingest.commit" }
+
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/changes"
+	"github.com/chatd/chatd/pkg/forward"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
@@ -45,9 +46,12 @@ type Node struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 
-	Store   *store.Store
-	Ingest  *ingest.Ingest
-	Reads   *ingest.Reads
+	Store  *store.Store
+	Ingest *ingest.Ingest
+	Reads  *ingest.Reads
+	// Forward sends this node's commit batches to the node whose relay
+	// leads; nil with Config.Forward off.
+	Forward *forward.Forwarder
 	Relay   *stream.Relay
 	Push    *push.Registry
 	Reclaim *reclaim.Reclaimer

@@ -40,6 +40,10 @@ type Accepted struct {
 	OutboxID   int64
 	Recipients []string
 	Duplicate  bool
+	// Forwarded: the node whose relay leads committed it on this node's
+	// behalf (pkg/forward), and its relay was handed it there; this node's
+	// relay has nothing to do for it.
+	Forwarded bool
 }
 
 // Outcome is the result of one Send. Err is per message: chatd.ErrNotFound
@@ -70,8 +74,7 @@ type Outcome struct {
 // same (From, CID) for another chat is refused with chatd.ErrCIDConflict.
 // Every other accepted send gets the next seq of its chat (gapless, in commit
 // order: docs/architecture.md, invariant 5), a history row and then its outbox
-// row with the chat's members frozen as recipients (invariant 1), and the
-// relays are notified.
+// row with the chat's members frozen as recipients (invariant 1).
 //
 // A row PostgreSQL refuses (any error of the classes rowError names: a NUL
 // in a text, a value a constraint refuses) does not fail the batch

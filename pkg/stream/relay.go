@@ -106,6 +106,9 @@ type RelayConfig struct {
 	// SettleWait is how long after its commit an unsettled message may wait
 	// for its acks before it is published. Zero means DefaultSettleWait.
 	SettleWait time.Duration
+	// OnLead, if set, is told on Run's goroutine when this relay takes the
+	// lead (true) and when it leaves it (false); it must not block.
+	OnLead func(leading bool)
 	// Now is the clock for lag metrics, the settle wait and the step-down timer. Nil means time.Now.
 	Now        func() time.Time
 	Logger     *slog.Logger

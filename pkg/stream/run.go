@@ -51,7 +51,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.metrics.leader.Set(1)
 		r.active.Store(true)
 		r.held.lead(true)
+		r.told(true)
 		err = r.lead(ctx, lock, reconnected)
+		r.told(false)
 		r.held.lead(false)
 		r.active.Store(false)
 		r.metrics.leader.Set(0)
@@ -72,6 +74,13 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// told passes a change of the lead to OnLead.
+func (r *Relay) told(leading bool) {
+	if r.cfg.OnLead != nil {
+		r.cfg.OnLead(leading)
+	}
 }
 
 // lead drains the outbox while this node holds the relay lock. It returns

@@ -1,0 +1,285 @@
+package forward_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testnats"
+	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/pkg/forward"
+	"github.com/chatd/chatd/pkg/ingest"
+	"github.com/chatd/chatd/pkg/store"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+const subject = "test.ingest.commit"
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// node is one side of a test cluster: a store on the shared database, a
+// Forwarder as its ingest's committer, and what its ingest's OnCommit saw.
+type node struct {
+	st   *store.Store
+	fw   *forward.Forwarder
+	in   *ingest.Ingest
+	reg  *prometheus.Registry
+	stop func() // ends the ingest (it drains and closes)
+
+	mu        sync.Mutex
+	committed []store.Accepted
+}
+
+func newNode(t *testing.T, dsn string, ns *embedded.NATS, timeout time.Duration) *node {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	n := &node{st: st, reg: prometheus.NewRegistry()}
+	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, Timeout: timeout, Logger: quiet, Registerer: n.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.fw.Close)
+	n.in, err = ingest.New(ingest.Config{Store: n.fw, Logger: quiet, OnCommit: func(b []store.Accepted) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.committed = append(n.committed, b...)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.fw.SetIngest(n.in)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = n.in.Run(ctx)
+	}()
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) batches(path string) float64 {
+	c, err := n.reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range c {
+		if mf.GetName() != "chatd_forward_batches_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == path {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func (n *node) seen() []store.Accepted {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]store.Accepted(nil), n.committed...)
+}
+
+// sendAll submits n sends by alice in order, without waiting between
+// them, and returns their results in that order.
+func sendAll(t *testing.T, in *ingest.Ingest, chat, prefix string, n int) []chatd.SendResult {
+	t.Helper()
+	out := make([]chatd.SendResult, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		req := chatd.SendRequest{Chat: chat, From: "alice", Device: "d1", CID: fmt.Sprintf("%s%03d", prefix, i), Body: fmt.Sprint("hi ", i)}
+		if err := in.Submit(req, func(r chatd.SendResult) { out[i] = r; wg.Done() }); err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+func twoNodes(t *testing.T, timeout time.Duration) (leader, follower *node, chat string) {
+	t.Helper()
+	dsn := testpg.NewDatabase(t)
+	ns := testnats.Start(t)
+	leader, follower = newNode(t, dsn, ns, timeout), newNode(t, dsn, ns, timeout)
+	c, err := leader.st.CreateGroupChat(context.Background(), "alice", "t", []string{"bob", "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.fw.Lead(true)
+	return leader, follower, c.ID
+}
+
+// A node whose relay stands by has its batches committed by the leading
+// node's group commit, in the order it submitted them, and gets back what
+// its own fast path and high-water marks need: the outbox id and the
+// recipients.
+func TestBatchesCommitOnTheLeadingNode(t *testing.T) {
+	leader, follower, chat := twoNodes(t, forward.DefaultTimeout)
+	res := sendAll(t, follower.in, chat, "f", 60)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("send %d: %v", i, r.Err)
+		}
+		if r.Message.Seq != int64(i+1) {
+			t.Fatalf("send %d got seq %d, want %d: forwarding changed the order", i, r.Message.Seq, i+1)
+		}
+	}
+	if got := follower.batches("forwarded"); got == 0 || follower.batches("fallback") != 0 {
+		t.Fatalf("follower batches: forwarded %v, fallback %v; want all forwarded", got, follower.batches("fallback"))
+	}
+	if got := leader.batches("taken"); got != follower.batches("forwarded") {
+		t.Fatalf("leader took %v batches, follower forwarded %v", got, follower.batches("forwarded"))
+	}
+	here, there := follower.seen(), leader.seen()
+	if len(here) != 60 || len(there) != 60 {
+		t.Fatalf("OnCommit saw %d messages on the follower and %d on the leader, want 60 each", len(here), len(there))
+	}
+	for i, a := range here {
+		if !a.Forwarded || a.OutboxID == 0 || len(a.Recipients) != 3 || a.Message.Device != "d1" {
+			t.Fatalf("follower's accepted %d: forwarded %v, outbox id %d, recipients %v, device %q; want forwarded with all three",
+				i, a.Forwarded, a.OutboxID, a.Recipients, a.Message.Device)
+		}
+		if l := there[i]; l.Forwarded || l.OutboxID != a.OutboxID || l.Message.ID != a.Message.ID {
+			t.Fatalf("leader's accepted %d: %+v, follower's %+v: want the same message, committed on the leader", i, l, a)
+		}
+	}
+}
+
+// What the leading node refuses comes back with its kind and text, and a
+// resend is a duplicate of the forwarded original.
+func TestRefusalsAndDuplicatesComeBack(t *testing.T) {
+	leader, follower, chat := twoNodes(t, forward.DefaultTimeout)
+	ctx := context.Background()
+	r, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "mallory", Device: "d", CID: "m1", Body: "hi"})
+	if err != nil || !errors.Is(r.Err, chatd.ErrForbidden) {
+		t.Fatalf("a non-member's send: %+v, %v; want ErrForbidden", r, err)
+	}
+	local, err := leader.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "mallory", Device: "d", CID: "m2", Body: "hi"})
+	if err != nil || local.Err.Error() != r.Err.Error() {
+		t.Fatalf("the refusal's text: forwarded %q, local %v (%v); want the same", r.Err, local.Err, err)
+	}
+	first, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "bob", Device: "d", CID: "b1", Body: "once"})
+	if err != nil || first.Err != nil {
+		t.Fatalf("send: %+v, %v", first, err)
+	}
+	again, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "bob", Device: "d", CID: "b1", Body: "once"})
+	if err != nil || again.Err != nil || !again.Duplicate || again.Message.ID != first.Message.ID {
+		t.Fatalf("resend: %+v, %v; want a duplicate of %s", again, err, first.Message.ID)
+	}
+	if follower.batches("fallback") != 0 {
+		t.Fatalf("%v batches fell back, want none", follower.batches("fallback"))
+	}
+}
+
+// With no node leading, or the leading node shutting down, a node commits
+// its batches itself.
+func TestCommitsHereWhenNoNodeTakesTheBatch(t *testing.T) {
+	leader, follower, chat := twoNodes(t, forward.DefaultTimeout)
+	leader.fw.Lead(false)
+	for i, r := range sendAll(t, follower.in, chat, "a", 10) {
+		if r.Err != nil || r.Message.Seq != int64(i+1) {
+			t.Fatalf("send %d without a leading node: %+v", i, r)
+		}
+	}
+	if follower.batches("fallback") == 0 || follower.batches("forwarded") != 0 {
+		t.Fatalf("follower batches: fallback %v, forwarded %v; want every one committed here",
+			follower.batches("fallback"), follower.batches("forwarded"))
+	}
+	for _, a := range follower.seen() {
+		if a.Forwarded {
+			t.Fatalf("%s marked forwarded, but it was committed here", a.Message.ID)
+		}
+	}
+
+	// The leading node's ingest has stopped (it shuts down) while it still
+	// takes batches: its sends are refused as closed, and committed here.
+	leader.fw.Lead(true)
+	leader.stop()
+	for i, r := range sendAll(t, follower.in, chat, "b", 10) {
+		if r.Err != nil || r.Message.Seq != int64(11+i) {
+			t.Fatalf("send %d while the leading node shuts down: %+v", i, r)
+		}
+	}
+	if follower.batches("forwarded") == 0 {
+		t.Fatal("no batch was forwarded to the node shutting down")
+	}
+	if got := len(follower.seen()); got != 20 {
+		t.Fatalf("OnCommit saw %d messages, want 20", got)
+	}
+	for _, a := range follower.seen() {
+		if a.Forwarded {
+			t.Fatalf("%s marked forwarded, but the leading node refused it as closed", a.Message.ID)
+		}
+	}
+}
+
+// A batch the leading node committed but whose answer never came is
+// committed here after the timeout, and the store answers with what the
+// leading node stored: nothing is stored twice.
+func TestAnAnswerLostAfterTheCommitStoresNothingTwice(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := testnats.Start(t)
+	follower := newNode(t, dsn, ns, 300*time.Millisecond)
+	other, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	c, err := other.CreateGroupChat(context.Background(), "alice", "t", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leading node that commits what it is sent and then dies before it
+	// answers: the request's sends, stored directly, and no reply.
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	stored := make(chan []store.Outcome, 1)
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		sends := []store.Send{{SendRequest: chatd.SendRequest{Chat: c.ID, From: "alice", Device: "d1", CID: "x000", Body: "hi 0"},
+			ID: "01LOSTANSWER000000000000000", TS: time.Now()}}
+		out, err := other.CommitBatch(context.Background(), sends)
+		if err != nil {
+			t.Errorf("the stand-in leader's commit: %v", err)
+		}
+		stored <- out
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res := sendAll(t, follower.in, c.ID, "x", 1)
+	orig := <-stored
+	if res[0].Err != nil || !res[0].Duplicate || res[0].Message.ID != orig[0].Message.ID || res[0].Message.Seq != 1 {
+		t.Fatalf("send after the lost answer: %+v; want a duplicate of %s (seq 1)", res[0], orig[0].Message.ID)
+	}
+	if got := follower.batches("fallback"); got != 1 {
+		t.Fatalf("fallback batches: %v, want 1", got)
+	}
+}
