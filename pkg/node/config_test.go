@@ -159,3 +159,17 @@ func TestWebhookTurnsSettlingOff(t *testing.T) {
 		t.Fatalf("settling with a webhook: off because %q, want off because of the webhook", why)
 	}
 }
+
+// Config.Forward is on when empty, and only on or off.
+func TestForwardValues(t *testing.T) {
+	for in, want := range map[string]string{"": ForwardOn, ForwardOn: ForwardOn, ForwardOff: ForwardOff} {
+		c := Config{Forward: in}
+		if err := c.setSettleDefaults(); err != nil || c.Forward != want {
+			t.Fatalf("Forward %q: got %q (%v), want %q", in, c.Forward, err, want)
+		}
+	}
+	c := Config{Forward: "sometimes"}
+	if err := c.setSettleDefaults(); err == nil || !strings.Contains(err.Error(), `--forward-commits "sometimes": want on or off`) {
+		t.Fatalf("Forward sometimes: %v, want it refused", err)
+	}
+}
