@@ -41,6 +41,12 @@ const DefaultTimeout = 2 * time.Second
 // lost its lock without noticing yet).
 const queueGroup = "commit"
 
+// nodeHeader names the node a batch comes from.
+const nodeHeader = "Chatd-Node"
+
+// errDeclined: the batch reached its own node, which declined it.
+var errDeclined = errors.New("the batch came back to its own node")
+
 // Committer commits a batch on this node. *store.Store implements it.
 type Committer interface {
 	CommitBatch(ctx context.Context, sends []store.Send) ([]store.Outcome, error)
@@ -60,6 +66,10 @@ type Config struct {
 	Conn    *nats.Conn
 	Subject string
 	Local   Committer
+	// NodeID names this node on its batches, so that it declines its own:
+	// one sent just as this node took the lead can reach it, and its chats
+	// are held by the very batch waiting for the answer.
+	NodeID string
 	// Timeout bounds the wait for the leading node's answer. Zero means
 	// DefaultTimeout.
 	Timeout    time.Duration
@@ -153,7 +163,7 @@ func (f *Forwarder) CommitBatch(ctx context.Context, sends []store.Send) ([]stor
 	out, err := f.forward(ctx, sends)
 	if err != nil {
 		f.batches.WithLabelValues("fallback").Inc()
-		if !errors.Is(err, nats.ErrNoResponders) {
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, errDeclined) {
 			f.sampled.Warn("the leading node did not take a batch; committing it here", "sends", len(sends), "err", err)
 		}
 		return f.cfg.Local.CommitBatch(ctx, sends)
@@ -177,9 +187,15 @@ func (f *Forwarder) forward(ctx context.Context, sends []store.Send) ([]store.Ou
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	msg, err := f.cfg.Conn.RequestWithContext(ctx, f.cfg.Subject, data)
+	m := nats.NewMsg(f.cfg.Subject)
+	m.Data = data
+	m.Header.Set(nodeHeader, f.cfg.NodeID)
+	msg, err := f.cfg.Conn.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		return nil, err
+	}
+	if len(msg.Data) == 0 {
+		return nil, errDeclined
 	}
 	var rep reply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
@@ -233,6 +249,10 @@ func (f *Forwarder) take(msg *nats.Msg) {
 	f.mu.Lock()
 	in := f.ingest
 	f.mu.Unlock()
+	if msg.Header.Get(nodeHeader) == f.cfg.NodeID {
+		_ = msg.Respond(nil) // lost: the node commits the batch itself after its timeout
+		return
+	}
 	var req request
 	if in == nil || json.Unmarshal(msg.Data, &req) != nil || len(req.Sends) == 0 {
 		return // no answer: the node commits the batch itself after its timeout

@@ -39,7 +39,7 @@ type node struct {
 	committed []store.Accepted
 }
 
-func newNode(t *testing.T, dsn string, ns *embedded.NATS, timeout time.Duration) *node {
+func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout time.Duration) *node {
 	t.Helper()
 	st, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
 	if err != nil {
@@ -52,7 +52,7 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, timeout time.Duration)
 	}
 	t.Cleanup(nc.Close)
 	n := &node{st: st, reg: prometheus.NewRegistry()}
-	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, Timeout: timeout, Logger: quiet, Registerer: n.reg})
+	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, NodeID: id, Timeout: timeout, Logger: quiet, Registerer: n.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func twoNodes(t *testing.T, timeout time.Duration) (leader, follower *node, chat
 	t.Helper()
 	dsn := testpg.NewDatabase(t)
 	ns := testnats.Start(t)
-	leader, follower = newNode(t, dsn, ns, timeout), newNode(t, dsn, ns, timeout)
+	leader, follower = newNode(t, dsn, ns, "n1", timeout), newNode(t, dsn, ns, "n2", timeout)
 	c, err := leader.st.CreateGroupChat(context.Background(), "alice", "t", []string{"bob", "carol"})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestCommitsHereWhenNoNodeTakesTheBatch(t *testing.T) {
 func TestAnAnswerLostAfterTheCommitStoresNothingTwice(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := testnats.Start(t)
-	follower := newNode(t, dsn, ns, 300*time.Millisecond)
+	follower := newNode(t, dsn, ns, "n2", 300*time.Millisecond)
 	other, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -281,5 +281,30 @@ func TestAnAnswerLostAfterTheCommitStoresNothingTwice(t *testing.T) {
 	}
 	if got := follower.batches("fallback"); got != 1 {
 		t.Fatalf("fallback batches: %v, want 1", got)
+	}
+}
+
+// A batch that reaches its own node (sent just as that node took the lead)
+// is declined at once and committed where it is: taken, it would wait for
+// its own chats, which the batch waiting for the answer holds.
+func TestOwnBatchIsDeclined(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := testnats.Start(t)
+	// Two forwarders under one node id stand for one node's two roles: an
+	// hour's timeout, so only the decline can end the wait.
+	taker, sender := newNode(t, dsn, ns, "n1", time.Hour), newNode(t, dsn, ns, "n1", time.Hour)
+	c, err := taker.st.CreateGroupChat(context.Background(), "alice", "t", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taker.fw.Lead(true)
+	for i, r := range sendAll(t, sender.in, c.ID, "o", 5) {
+		if r.Err != nil || r.Message.Seq != int64(i+1) {
+			t.Fatalf("send %d: %+v", i, r)
+		}
+	}
+	if sender.batches("fallback") == 0 || taker.batches("taken") != 0 {
+		t.Fatalf("fallback %v, taken %v; want the batches declined and committed by their own node",
+			sender.batches("fallback"), taker.batches("taken"))
 	}
 }

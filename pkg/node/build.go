@@ -173,7 +173,7 @@ func (n *Node) buildIngest(cfg *Config) error {
 	var err error
 	if cfg.Forward == ForwardOn {
 		n.Forward, err = forward.New(forward.Config{Conn: n.nc, Subject: cfg.forwardSubject(), Local: n.Store,
-			Logger: n.log, Registerer: n.reg})
+			NodeID: n.nodeID, Logger: n.log, Registerer: n.reg})
 		if err != nil {
 			return err
 		}
