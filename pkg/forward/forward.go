@@ -84,7 +84,8 @@ type Forwarder struct {
 	cfg     Config
 	log     *slog.Logger
 	sampled *logsample.Sampler
-	batches *prometheus.CounterVec
+	// Batches by path (chatd_forward_batches_total).
+	leadingN, forwardedN, fallbackN, takenN prometheus.Counter
 
 	leading atomic.Bool
 	mu      sync.Mutex // guards sub and ingest
@@ -104,17 +105,18 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Logger = slog.Default()
 	}
 	log := cfg.Logger.With("component", "forward")
-	f := &Forwarder{cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}),
-		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chatd_forward_batches_total",
-			Help: "Commit batches by where they committed: here while this node leads (leading), on the leading node (forwarded), here because that node did not answer (fallback), or other nodes' batches taken while leading (taken).",
-		}, []string{"path"})}
+	batches := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_forward_batches_total",
+		Help: "Commit batches by where they committed: here while this node leads (leading), on the leading node (forwarded), here because that node did not answer (fallback), or other nodes' batches taken while leading (taken).",
+	}, []string{"path"})
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(f.batches); err != nil {
+		if err := cfg.Registerer.Register(batches); err != nil {
 			return nil, fmt.Errorf("forward: register metrics: %w", err)
 		}
 	}
-	return f, nil
+	return &Forwarder{cfg: cfg, log: log, sampled: logsample.New(log, logsample.Config{}),
+		leadingN: batches.WithLabelValues("leading"), forwardedN: batches.WithLabelValues("forwarded"),
+		fallbackN: batches.WithLabelValues("fallback"), takenN: batches.WithLabelValues("taken")}, nil
 }
 
 // SetIngest sets where the batches taken while leading are queued: this
@@ -157,18 +159,18 @@ func (f *Forwarder) Close() {
 // leads or when that node does not answer.
 func (f *Forwarder) CommitBatch(ctx context.Context, sends []store.Send) ([]store.Outcome, error) {
 	if f.leading.Load() {
-		f.batches.WithLabelValues("leading").Inc()
+		f.leadingN.Inc()
 		return f.cfg.Local.CommitBatch(ctx, sends)
 	}
 	out, err := f.forward(ctx, sends)
 	if err != nil {
-		f.batches.WithLabelValues("fallback").Inc()
+		f.fallbackN.Inc()
 		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, errDeclined) {
 			f.sampled.Warn("the leading node did not take a batch; committing it here", "sends", len(sends), "err", err)
 		}
 		return f.cfg.Local.CommitBatch(ctx, sends)
 	}
-	f.batches.WithLabelValues("forwarded").Inc()
+	f.forwardedN.Inc()
 	return f.commitClosed(ctx, sends, out)
 }
 
@@ -257,7 +259,7 @@ func (f *Forwarder) take(msg *nats.Msg) {
 	if in == nil || json.Unmarshal(msg.Data, &req) != nil || len(req.Sends) == 0 {
 		return // no answer: the node commits the batch itself after its timeout
 	}
-	f.batches.WithLabelValues("taken").Inc()
+	f.takenN.Inc()
 	a := &answer{msg: msg, maxPayload: f.cfg.Conn.MaxPayload(), results: make([]result, len(req.Sends)), log: f.sampled}
 	a.left.Store(int64(len(req.Sends)))
 	for i := range req.Sends {
