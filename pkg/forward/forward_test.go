@@ -78,23 +78,7 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 	return n
 }
 
-func (n *node) batches(path string) float64 {
-	c, err := n.reg.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, mf := range c {
-		if mf.GetName() != "chatd_forward_batches_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == path {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
+func (n *node) batches(path string) float64 { return n.fw.Batches(path) }
 
 func (n *node) seen() []store.Accepted {
 	n.mu.Lock()
