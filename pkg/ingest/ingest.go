@@ -199,7 +199,7 @@ func (in *Ingest) MaxBodyBytes() int { return in.cfg.MaxBodyBytes }
 // done is called exactly once, from a commit worker, after the send's batch
 // committed or failed; done must not block.
 func (in *Ingest) Submit(req chatd.SendRequest, done func(chatd.SendResult)) error {
-	return in.submit(item{req: req, done: done})
+	return in.submit(req, done, nil, nil)
 }
 
 // SubmitForwarded is Submit for a send another node forwarded (pkg/forward):
@@ -211,11 +211,15 @@ func (in *Ingest) Submit(req chatd.SendRequest, done func(chatd.SendResult)) err
 // on a three-node cluster PostgreSQL spent more and the p99 was higher
 // (docs/benchmarks-log.md, "One committing node for the cluster").
 func (in *Ingest) SubmitForwarded(req chatd.SendRequest, done func(chatd.SendResult, store.Accepted)) error {
-	return in.submit(item{req: req, forwarded: done})
+	return in.submit(req, nil, nil, done)
 }
 
-func (in *Ingest) submit(it item) error {
-	if err := it.req.Check(in.cfg.MaxBodyBytes); err != nil {
+// submit takes the request and its answer's parts rather than an item:
+// every WebSocket session's read goroutine calls it, and an item built by
+// the caller made that stack deep enough to double for each of them
+// (docs/benchmarks-log.md, "One committing node for the cluster").
+func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *waiter, fwd func(chatd.SendResult, store.Accepted)) error {
+	if err := req.Check(in.cfg.MaxBodyBytes); err != nil {
 		in.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
@@ -227,9 +231,8 @@ func (in *Ingest) submit(it item) error {
 	if !in.hold() {
 		return in.overloaded()
 	}
-	it.queued = time.Now()
 	select {
-	case in.queue <- it:
+	case in.queue <- item{req: req, done: done, wait: w, forwarded: fwd, queued: time.Now()}:
 		in.alarm.queued(len(in.queue))
 		return nil
 	default: // not reached while held bounds what the channel holds

@@ -52,7 +52,7 @@ func (in *Ingest) Send(ctx context.Context, req chatd.SendRequest) (chatd.SendRe
 		return chatd.SendResult{}, fmt.Errorf("send not queued: %w: %w", chatd.ErrUnavailable, err)
 	}
 	w := &waiter{result: make(chan chatd.SendResult, 1)}
-	if err := in.submit(item{req: req, wait: w}); err != nil {
+	if err := in.submit(req, nil, w, nil); err != nil {
 		return chatd.SendResult{}, err
 	}
 	select {
