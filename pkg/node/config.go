@@ -255,22 +255,27 @@ func (c *Config) setStreamDefaults() error {
 	return nil
 }
 
-// setSettleDefaults defaults Settle and the settle wait, and the delivery
-// limits the API announces and the settle wait is checked against.
-func (c *Config) setSettleDefaults() error {
-	switch c.Forward {
+// onOrOff defaults an empty two-valued setting to on, and refuses any
+// value but on and off.
+func onOrOff(flag string, v *string, on, off string) error {
+	switch *v {
 	case "":
-		c.Forward = ForwardOn
-	case ForwardOn, ForwardOff:
+		*v = on
+	case on, off:
 	default:
-		return fmt.Errorf("node: --forward-commits %q: want %s or %s", c.Forward, ForwardOn, ForwardOff)
+		return fmt.Errorf("node: --%s %q: want %s or %s", flag, *v, on, off)
 	}
-	switch c.Settle {
-	case "":
-		c.Settle = SettleAuto
-	case SettleAuto, SettleOff:
-	default:
-		return fmt.Errorf("node: --settle %q: want %s or %s", c.Settle, SettleAuto, SettleOff)
+	return nil
+}
+
+// setSettleDefaults defaults Forward, Settle and the settle wait, and the
+// delivery limits the API announces and the settle wait is checked against.
+func (c *Config) setSettleDefaults() error {
+	if err := onOrOff("forward-commits", &c.Forward, ForwardOn, ForwardOff); err != nil {
+		return err
+	}
+	if err := onOrOff("settle", &c.Settle, SettleAuto, SettleOff); err != nil {
+		return err
 	}
 	if c.Relay.SettleWait == 0 {
 		c.Relay.SettleWait = stream.DefaultSettleWait

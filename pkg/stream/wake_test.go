@@ -1,13 +1,11 @@
 package stream_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
-	"github.com/chatd/chatd/pkg/store"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,16 +31,7 @@ func waitIdle(t *testing.T, o *countedReads, r *stream.Relay) {
 // round started by the announcement would read them back from PostgreSQL.
 func TestRelayWakesOnAnotherNodesAnnouncement(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
-	open := func() *store.Store {
-		t.Helper()
-		s, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
-	own, other := open(), open()
+	own, other := mustStore(t, dsn), mustStore(t, dsn)
 	nc, js := mustInProcessJS(t)
 	chat := mustChat(t, own)
 	reg := prometheus.NewRegistry()
