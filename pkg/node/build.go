@@ -241,16 +241,12 @@ func (n *Node) onCommit(batch []store.Accepted) {
 // of it unless it was forwarded, and then only what that node gave back
 // (committed here after all).
 func committedHere(batch []store.Accepted) []store.Accepted {
-	if !slices.ContainsFunc(batch, func(a store.Accepted) bool { return a.Forwarded }) {
-		return batch
-	}
-	var own []store.Accepted
-	for _, a := range batch {
-		if !a.Forwarded {
-			own = append(own, a)
+	for i := range batch {
+		if batch[i].Forwarded {
+			return slices.DeleteFunc(slices.Clone(batch), func(a store.Accepted) bool { return a.Forwarded })
 		}
 	}
-	return own
+	return batch
 }
 
 // postgresState is /readyz's view of the PostgreSQL timeline and the last
