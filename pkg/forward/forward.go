@@ -180,7 +180,7 @@ func (f *Forwarder) forward(ctx context.Context, sends []store.Send) ([]store.Ou
 	for i := range sends {
 		req.Sends[i] = sendOf(&sends[i].SendRequest)
 	}
-	data, err := json.Marshal(req)
+	data, err := encode(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
@@ -308,5 +308,5 @@ func (a *answer) encode(withRecipients bool) ([]byte, error) {
 	for i := range a.results {
 		rep.Outcomes[i] = encodeOutcome(a.results[i].r, a.results[i].acc, withRecipients)
 	}
-	return json.Marshal(rep)
+	return encode(rep)
 }

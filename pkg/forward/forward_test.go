@@ -2,6 +2,7 @@ package forward_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/forward"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
@@ -80,6 +82,14 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 
 func (n *node) batches(path string) float64 { return n.fw.Batches(path) }
 
+// waitSeen waits until n's OnCommit saw want messages: it runs after the
+// senders are answered, so a test that has its answers may be ahead of it.
+func (n *node) waitSeen(t *testing.T, want int) []store.Accepted {
+	t.Helper()
+	testwait.For(t, 5*time.Second, fmt.Sprintf("OnCommit sees %d messages", want), func() bool { return len(n.seen()) >= want })
+	return n.seen()
+}
+
 func (n *node) seen() []store.Accepted {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -137,7 +147,7 @@ func TestBatchesCommitOnTheLeadingNode(t *testing.T) {
 	if got := leader.batches("taken"); got != follower.batches("forwarded") {
 		t.Fatalf("leader took %v batches, follower forwarded %v", got, follower.batches("forwarded"))
 	}
-	here, there := follower.seen(), leader.seen()
+	here, there := follower.waitSeen(t, 60), leader.waitSeen(t, 60)
 	if len(here) != 60 || len(there) != 60 {
 		t.Fatalf("OnCommit saw %d messages on the follower and %d on the leader, want 60 each", len(here), len(there))
 	}
@@ -192,7 +202,7 @@ func TestCommitsHereWhenNoNodeTakesTheBatch(t *testing.T) {
 		t.Fatalf("follower batches: fallback %v, forwarded %v; want every one committed here",
 			follower.batches("fallback"), follower.batches("forwarded"))
 	}
-	for _, a := range follower.seen() {
+	for _, a := range follower.waitSeen(t, 10) {
 		if a.Forwarded {
 			t.Fatalf("%s marked forwarded, but it was committed here", a.Message.ID)
 		}
@@ -210,7 +220,7 @@ func TestCommitsHereWhenNoNodeTakesTheBatch(t *testing.T) {
 	if follower.batches("forwarded") == 0 {
 		t.Fatal("no batch was forwarded to the node shutting down")
 	}
-	if got := len(follower.seen()); got != 20 {
+	if got := len(follower.waitSeen(t, 20)); got != 20 {
 		t.Fatalf("OnCommit saw %d messages, want 20", got)
 	}
 	for _, a := range follower.seen() {
@@ -290,5 +300,32 @@ func TestOwnBatchIsDeclined(t *testing.T) {
 	if sender.batches("fallback") == 0 || taker.batches("taken") != 0 {
 		t.Fatalf("fallback %v, taken %v; want the batches declined and committed by their own node",
 			sender.batches("fallback"), taker.batches("taken"))
+	}
+}
+
+// A forwarded message's meta is stored byte for byte as the same send
+// committed on the leading node itself: the forwarding escapes nothing.
+func TestMetaIsStoredAsSent(t *testing.T) {
+	leader, follower, chat := twoNodes(t, forward.DefaultTimeout)
+	ctx := context.Background()
+	meta := json.RawMessage(`{"html":"<b>&amp;</b>","n":1}`)
+	fwd, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "m1", Body: "a <b>", Meta: meta})
+	if err != nil || fwd.Err != nil {
+		t.Fatalf("forwarded send: %+v, %v", fwd, err)
+	}
+	local, err := leader.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "m2", Body: "a <b>", Meta: meta})
+	if err != nil || local.Err != nil {
+		t.Fatalf("local send: %+v, %v", local, err)
+	}
+	if string(fwd.Message.Meta) != string(local.Message.Meta) || fwd.Message.Body != local.Message.Body {
+		t.Fatalf("forwarded meta %s body %q, committed on the leading node %s body %q: want the same bytes",
+			fwd.Message.Meta, fwd.Message.Body, local.Message.Meta, local.Message.Body)
+	}
+	var stored string
+	if err := leader.st.Pool().QueryRow(ctx, `select meta::text from history where cid = 'm1'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != string(local.Message.Meta) {
+		t.Fatalf("stored meta %s, want %s", stored, local.Message.Meta)
 	}
 }
