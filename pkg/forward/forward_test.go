@@ -59,7 +59,7 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 		t.Fatal(err)
 	}
 	t.Cleanup(n.fw.Close)
-	n.in, err = ingest.New(ingest.Config{Store: n.fw, Logger: quiet, OnCommit: func(b []store.Accepted) {
+	n.in, err = ingest.New(ingest.Config{Store: n.fw, Logger: quiet, Registerer: n.reg, OnCommit: func(b []store.Accepted) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.committed = append(n.committed, b...)
@@ -81,6 +81,22 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 }
 
 func (n *node) batches(path string) float64 { return n.fw.Batches(path) }
+
+// accepted is n's chatd_ingest_accepted_total.
+func (n *node) accepted(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "chatd_ingest_accepted_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no chatd_ingest_accepted_total")
+	return 0
+}
 
 // waitSeen waits until n's OnCommit saw want messages: it runs after the
 // senders are answered, so a test that has its answers may be ahead of it.
@@ -146,6 +162,10 @@ func TestBatchesCommitOnTheLeadingNode(t *testing.T) {
 	}
 	if got := leader.batches("taken"); got != follower.batches("forwarded") {
 		t.Fatalf("leader took %v batches, follower forwarded %v", got, follower.batches("forwarded"))
+	}
+	// Counted once in the cluster: by the node its client sent it to.
+	if f, l := follower.accepted(t), leader.accepted(t); f != 60 || l != 0 {
+		t.Fatalf("chatd_ingest_accepted_total: follower %v, leader %v; want 60 and 0", f, l)
 	}
 	here, there := follower.waitSeen(t, 60), leader.waitSeen(t, 60)
 	if len(here) != 60 || len(there) != 60 {

@@ -220,7 +220,11 @@ func (in *Ingest) SubmitForwarded(req chatd.SendRequest, done func(chatd.SendRes
 // (docs/benchmarks-log.md, "One committing node for the cluster").
 func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *waiter, fwd func(chatd.SendResult, store.Accepted)) error {
 	if err := req.Check(in.cfg.MaxBodyBytes); err != nil {
-		in.metrics.rejected.WithLabelValues("invalid").Inc()
+		// A forwarded send is counted by the node that took it from its
+		// client, so that the nodes' counters add up to the cluster's sends.
+		if fwd == nil {
+			in.metrics.rejected.WithLabelValues("invalid").Inc()
+		}
 		return err
 	}
 	in.mu.RLock()
@@ -229,7 +233,7 @@ func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *
 		return chatd.ErrClosed
 	}
 	if !in.hold() {
-		return in.overloaded()
+		return in.overloaded(fwd == nil)
 	}
 	select {
 	case in.queue <- item{req: req, done: done, wait: w, forwarded: fwd, queued: time.Now()}:
@@ -237,12 +241,14 @@ func (in *Ingest) submit(req chatd.SendRequest, done func(chatd.SendResult), w *
 		return nil
 	default: // not reached while held bounds what the channel holds
 		in.unhold(1)
-		return in.overloaded()
+		return in.overloaded(fwd == nil)
 	}
 }
 
-func (in *Ingest) overloaded() error {
-	in.metrics.rejected.WithLabelValues("overloaded").Inc()
+func (in *Ingest) overloaded(counted bool) error {
+	if counted {
+		in.metrics.rejected.WithLabelValues("overloaded").Inc()
+	}
 	return fmt.Errorf("ingest holds %d sends (queue size): %w", in.cfg.QueueSize, chatd.ErrOverloaded)
 }
 

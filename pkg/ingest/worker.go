@@ -81,15 +81,24 @@ func (w *worker) commit() {
 	w.fresh = w.fresh[:0]
 	for i, it := range w.batch {
 		o := outcomes[i]
+		// A forwarded send is counted by the node that took it from its
+		// client (see submit).
+		counted := it.forwarded == nil
 		switch {
 		case o.Err != nil:
-			in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
+			if counted {
+				in.metrics.rejected.WithLabelValues(rejectLabel(o.Err)).Inc()
+			}
 			it.answer(chatd.SendResult{Err: o.Err}, store.Accepted{})
 		case o.Duplicate:
-			in.metrics.duplicates.Inc()
+			if counted {
+				in.metrics.duplicates.Inc()
+			}
 			it.answer(chatd.SendResult{Message: o.Message, Duplicate: true}, o.Accepted)
 		default:
-			in.metrics.accepted.Inc()
+			if counted {
+				in.metrics.accepted.Inc()
+			}
 			it.answer(chatd.SendResult{Message: o.Message}, o.Accepted)
 			w.fresh = append(w.fresh, o.Accepted)
 		}
