@@ -35,3 +35,38 @@ var (
 	// ErrClosed: the component is shutting down.
 	ErrClosed = errors.New("closed")
 )
+
+// namedErrors are the domain errors by name, in the order ErrorName tries
+// them (the more specific first, as pkg/api's statuses): one node tells
+// another an outcome by name (pkg/forward), and the other gets back an
+// error that errors.Is finds as it would its own.
+var namedErrors = []struct {
+	name string
+	err  error
+}{
+	{"too_large", ErrTooLarge}, {"too_many_members", ErrTooManyMembers}, {"invalid", ErrInvalid},
+	{"forbidden", ErrForbidden}, {"not_found", ErrNotFound}, {"cid_conflict", ErrCIDConflict},
+	{"conflict", ErrConflict}, {"rate_limited", ErrRateLimited}, {"overloaded", ErrOverloaded},
+	{"unavailable", ErrUnavailable}, {"outcome_unknown", ErrOutcomeUnknown}, {"closed", ErrClosed},
+}
+
+// ErrorName is the name of the domain error err wraps, or "" for none.
+func ErrorName(err error) string {
+	for _, n := range namedErrors {
+		if errors.Is(err, n.err) {
+			return n.name
+		}
+	}
+	return ""
+}
+
+// NamedError is the domain error ErrorName calls name, or nil for a name
+// it does not know.
+func NamedError(name string) error {
+	for _, n := range namedErrors {
+		if n.name == name {
+			return n.err
+		}
+	}
+	return nil
+}

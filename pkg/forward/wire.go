@@ -53,43 +53,13 @@ type outcome struct {
 	OutboxID   int64          `json:"outbox_id,omitempty"`
 	Recipients []string       `json:"recipients,omitempty"`
 	Duplicate  bool           `json:"duplicate,omitempty"`
-	ErrKind    string         `json:"err_kind,omitempty"`
+	ErrKind    string         `json:"err_kind,omitempty"` // chatd.ErrorName; empty for none
 	Err        string         `json:"err,omitempty"`
 }
 
-// errKinds are the errors an outcome carries by name, so that the
-// forwarding node's callers test them with errors.Is as they would a
-// local commit's.
-var errKinds = map[string]error{
-	"not_found":         chatd.ErrNotFound,
-	"forbidden":         chatd.ErrForbidden,
-	"invalid":           chatd.ErrInvalid,
-	"too_large":         chatd.ErrTooLarge,
-	"too_many_members":  chatd.ErrTooManyMembers,
-	"conflict":          chatd.ErrConflict,
-	"cid_conflict":      chatd.ErrCIDConflict,
-	"overloaded":        chatd.ErrOverloaded,
-	"rate_limited":      chatd.ErrRateLimited,
-	"unavailable":       chatd.ErrUnavailable,
-	"outcome_unknown":   chatd.ErrOutcomeUnknown,
-	"closed":            chatd.ErrClosed,
-	"unknown_to_leader": errUnknownKind,
-}
-
-// errUnknownKind is an error the leading node could not name: the
-// forwarding node commits that send itself.
+// errUnknownKind is an error the leading node could not name (no domain
+// error, chatd.ErrorName): the forwarding node commits that send itself.
 var errUnknownKind = errors.New("an error the leading node could not name")
-
-// kindOf names err for the wire; the more specific kinds first.
-func kindOf(err error) string {
-	for _, k := range []string{"cid_conflict", "too_many_members", "not_found", "forbidden", "invalid", "too_large",
-		"conflict", "overloaded", "rate_limited", "unavailable", "outcome_unknown", "closed"} {
-		if errors.Is(err, errKinds[k]) {
-			return k
-		}
-	}
-	return "unknown_to_leader"
-}
 
 // remoteError is an error of the leading node: its text as it was, and
 // its kind for errors.Is.
@@ -105,7 +75,7 @@ func (e *remoteError) Unwrap() error { return e.kind }
 // withRecipients (a large group's list may not fit a NATS message).
 func encodeOutcome(r chatd.SendResult, acc store.Accepted, withRecipients bool) outcome {
 	if r.Err != nil {
-		return outcome{ErrKind: kindOf(r.Err), Err: r.Err.Error()}
+		return outcome{ErrKind: chatd.ErrorName(r.Err), Err: r.Err.Error()}
 	}
 	m := r.Message
 	o := outcome{Message: &m, Device: m.Device, OutboxID: acc.OutboxID, Duplicate: r.Duplicate}
@@ -117,9 +87,9 @@ func encodeOutcome(r chatd.SendResult, acc store.Accepted, withRecipients bool) 
 
 // decode turns o back into the store's outcome of a forwarded send.
 func (o *outcome) decode() store.Outcome {
-	if o.ErrKind != "" || o.Message == nil {
-		kind, ok := errKinds[o.ErrKind]
-		if !ok {
+	if o.Err != "" || o.Message == nil {
+		kind := chatd.NamedError(o.ErrKind)
+		if kind == nil {
 			kind = errUnknownKind
 		}
 		return store.Outcome{Err: &remoteError{text: o.Err, kind: kind}}
