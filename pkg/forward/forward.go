@@ -256,8 +256,13 @@ func (f *Forwarder) take(msg *nats.Msg) {
 		return
 	}
 	var req request
-	if in == nil || json.Unmarshal(msg.Data, &req) != nil || len(req.Sends) == 0 {
-		return // no answer: the node commits the batch itself after its timeout
+	if err := json.Unmarshal(msg.Data, &req); in == nil || err != nil || len(req.Sends) == 0 {
+		// Declined at once rather than left to the sender's timeout: a
+		// batch this node cannot read (a node of another version) would
+		// otherwise cost every batch of that node the whole wait.
+		f.sampled.Warn("declined a batch it cannot read; its node commits it", "err", err, "bytes", len(msg.Data))
+		_ = msg.Respond(nil) // lost: the node commits the batch itself after its timeout
+		return
 	}
 	f.takenN.Inc()
 	a := &answer{msg: msg, maxPayload: f.cfg.Conn.MaxPayload(), results: make([]result, len(req.Sends)), log: f.sampled}

@@ -349,3 +349,27 @@ func TestMetaIsStoredAsSent(t *testing.T) {
 		t.Fatalf("stored meta %s, want %s", stored, local.Message.Meta)
 	}
 }
+
+// A batch the leading node cannot read (a node of another version) is
+// declined at once and committed by its own node, not left to its timeout.
+func TestUnreadableBatchIsDeclined(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := testnats.Start(t)
+	leader := newNode(t, dsn, ns, "n1", time.Hour)
+	leader.fw.Lead(true)
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	m := nats.NewMsg(subject)
+	m.Data = []byte(`{"sends": "a format of another version"}`)
+	m.Header.Set("Chatd-Node", "n9")
+	reply, err := nc.RequestMsg(m, 5*time.Second)
+	if err != nil || len(reply.Data) != 0 {
+		t.Fatalf("answer to an unreadable batch: %v, %v; want an empty one (declined) at once", reply, err)
+	}
+	if leader.batches("taken") != 0 {
+		t.Fatalf("taken %v, want 0", leader.batches("taken"))
+	}
+}
