@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
 	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/forward", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "pkg/changes", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
-	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect"},
+	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect", "internal/jsonfast"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.
 	"pkg/notify": {"", "pkg/codec", "internal/logsample", "internal/elect"},
 	// Chat changes from PostgreSQL into their stream, for the webhooks; the store through its own interface.

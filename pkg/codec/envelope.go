@@ -16,17 +16,12 @@ import (
 // read-only state fields, a time json.Marshal refuses) go to json.Marshal.
 func EncodeEnvelope(e *chatd.Envelope) ([]byte, error) {
 	m := &e.Message
-	if m.EditedAt != nil || m.Deleted || len(m.Reactions) > 0 || m.TS.Year() < 0 || m.TS.Year() > 9999 {
+	if !plainShape(m) {
 		return json.Marshal(e)
 	}
-	var meta []byte
-	if len(m.Meta) > 0 {
-		// Compacted and HTML-escaped as json.Marshal writes a RawMessage;
-		// meta is rare and small, so its own allocation is fine.
-		var err error
-		if meta, err = json.Marshal(m.Meta); err != nil {
-			return nil, err
-		}
+	meta, err := marshalMeta(m)
+	if err != nil {
+		return nil, err
 	}
 	// Room for the fixed fields and a body without escapes; growing past it
 	// is rare and cheaper than sizing exactly (EnvelopeSize walks every byte).
@@ -51,6 +46,40 @@ func EncodeEnvelope(e *chatd.Envelope) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	return append(dst, '}'), nil
+}
+
+// AppendMessageJSON appends m as json.Marshal(m) writes it, without
+// reflection for the shapes an accepted event has: integrations encode
+// every event they send. The rest (read state, a time json.Marshal
+// refuses) goes to json.Marshal.
+func AppendMessageJSON(dst []byte, m *chatd.Message) ([]byte, error) {
+	if !plainShape(m) {
+		b, err := json.Marshal(m)
+		return append(dst, b...), err
+	}
+	meta, err := marshalMeta(m)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, '{')
+	dst = appendMessage(dst, m, meta, true)
+	return append(dst, '}'), nil
+}
+
+// plainShape reports whether m is an event as accepted, which appendMessage
+// writes in html mode byte for byte as encoding/json does: no read state
+// (edited_at, deleted, reactions) and a time json.Marshal accepts.
+func plainShape(m *chatd.Message) bool {
+	return m.EditedAt == nil && !m.Deleted && len(m.Reactions) == 0 && m.TS.Year() >= 0 && m.TS.Year() <= 9999
+}
+
+// marshalMeta is m.Meta compacted and HTML-escaped as json.Marshal writes
+// a RawMessage; meta is rare and small, so its own allocation is fine.
+func marshalMeta(m *chatd.Message) ([]byte, error) {
+	if len(m.Meta) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(m.Meta)
 }
 
 // DecodeEnvelope decodes an envelope as json.Unmarshal would, without

@@ -13,7 +13,8 @@ import (
 )
 
 // sameEnvelopeJSON fails unless EncodeEnvelope writes what json.Marshal
-// writes for e, and DecodeEnvelope reads that back as json.Unmarshal does.
+// writes for e, DecodeEnvelope reads that back as json.Unmarshal does, and
+// AppendMessageJSON writes e's message as json.Marshal does.
 func sameEnvelopeJSON(t *testing.T, e *chatd.Envelope) {
 	t.Helper()
 	want, wantErr := json.Marshal(e)
@@ -23,6 +24,11 @@ func sameEnvelopeJSON(t *testing.T, e *chatd.Envelope) {
 	}
 	if err == nil {
 		sameEnvelopeDecode(t, got)
+	}
+	want, wantErr = json.Marshal(&e.Message)
+	got, err = codec.AppendMessageJSON([]byte("x"), &e.Message)
+	if (err == nil) != (wantErr == nil) || (err == nil && !bytes.Equal(got, append([]byte("x"), want...))) {
+		t.Fatalf("AppendMessageJSON:\n got %s, %v\nwant x%s, %v", got, err, want, wantErr)
 	}
 }
 

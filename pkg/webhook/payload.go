@@ -2,9 +2,12 @@ package webhook
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/jsonfast"
+	"github.com/chatd/chatd/pkg/codec"
 )
 
 // Payload is the JSON body of every webhook request
@@ -50,5 +53,41 @@ func NewPayload(e *chatd.Envelope) Payload {
 	}
 }
 
-// Encode returns the payload's JSON.
-func (p *Payload) Encode() ([]byte, error) { return json.Marshal(p) }
+// Encode returns the payload's JSON, byte for byte what json.Marshal(p)
+// gives, without reflection: every endpoint encodes every event it sends.
+func (p *Payload) Encode() ([]byte, error) {
+	if y := p.Timestamp.Year(); y < 0 || y > 9999 {
+		return json.Marshal(p) // its error names the time
+	}
+	d := &p.Data
+	dst := make([]byte, 0, 256+len(d.Event.Body)+len(d.Event.Meta)+24*len(d.Recipients))
+	dst = append(dst, `{"type":`...)
+	dst = jsonfast.AppendString(dst, p.Type, true)
+	dst = append(dst, `,"timestamp":`...)
+	dst = jsonfast.AppendTime(dst, p.Timestamp)
+	dst = append(dst, `,"data":{"kind":`...)
+	dst = jsonfast.AppendString(dst, string(d.Kind), true)
+	dst = append(dst, `,"chat_id":`...)
+	dst = jsonfast.AppendString(dst, d.ChatID, true)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, d.Seq, 10)
+	dst = append(dst, `,"recipients":`...)
+	if d.Recipients == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, r := range d.Recipients {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonfast.AppendString(dst, r, true)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"event":`...)
+	dst, err := codec.AppendMessageJSON(dst, &d.Event)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, "}}"...), nil
+}
