@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"pkg/store":  {"", "pkg/codec", "internal/logsample"},
 	"pkg/ingest": {"", "pkg/codec", "pkg/store", "internal/logsample"},
 	// Commit batches sent to the node whose relay leads; the ingest through its own interface.
-	"pkg/forward": {"", "pkg/store", "internal/logsample"},
+	"pkg/forward": {"", "pkg/codec", "pkg/store", "internal/logsample", "internal/jsonfast"},
 	"pkg/push":    {"", "pkg/codec", "internal/logsample"},
 	"pkg/reclaim": {},
 	"pkg/stream":  {"", "pkg/codec", "pkg/store", "internal/logsample", "internal/jsonfast"},

@@ -256,6 +256,27 @@ func (p *Parser) Strings() ([]string, bool) {
 	}
 }
 
+// Array calls elem for each element of the array that comes next, with the
+// parser at the element; elem reports false to give up.
+func (p *Parser) Array(elem func() bool) bool {
+	if !p.Consume('[') {
+		return false
+	}
+	if p.Consume(']') {
+		return true
+	}
+	for {
+		p.Space()
+		if !elem() {
+			return false
+		}
+		if p.Consume(',') {
+			continue
+		}
+		return p.Consume(']')
+	}
+}
+
 // Bool decodes true or false.
 func (p *Parser) Bool() (v, ok bool) {
 	rest := p.data[p.i:]

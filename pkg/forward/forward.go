@@ -18,7 +18,6 @@ package forward
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,7 +179,7 @@ func (f *Forwarder) forward(ctx context.Context, sends []store.Send) ([]store.Ou
 	for i := range sends {
 		req.Sends[i] = sendOf(&sends[i].SendRequest)
 	}
-	data, err := encode(req)
+	data, err := req.appendJSON(make([]byte, 0, 256*len(sends)))
 	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
@@ -199,8 +198,8 @@ func (f *Forwarder) forward(ctx context.Context, sends []store.Send) ([]store.Ou
 	if len(msg.Data) == 0 {
 		return nil, errDeclined
 	}
-	var rep reply
-	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+	rep, err := decodeReply(msg.Data)
+	if err != nil {
 		return nil, fmt.Errorf("decode the leading node's answer: %w", err)
 	}
 	if len(rep.Outcomes) != len(sends) {
@@ -255,8 +254,8 @@ func (f *Forwarder) take(msg *nats.Msg) {
 		_ = msg.Respond(nil) // lost: the node commits the batch itself after its timeout
 		return
 	}
-	var req request
-	if err := json.Unmarshal(msg.Data, &req); in == nil || err != nil || len(req.Sends) == 0 {
+	req, err := decodeRequest(msg.Data)
+	if in == nil || err != nil || len(req.Sends) == 0 {
 		// Declined at once rather than left to the sender's timeout: a
 		// batch this node cannot read (a node of another version) would
 		// otherwise cost every batch of that node the whole wait.
@@ -295,23 +294,23 @@ func (a *answer) set(i int, r chatd.SendResult, acc store.Accepted) {
 	if a.left.Add(-1) != 0 {
 		return
 	}
-	data, err := a.encode(true)
-	if err == nil && int64(len(data)) > a.maxPayload {
+	data := a.encode(true)
+	if int64(len(data)) > a.maxPayload {
 		// A large group's recipients: the forwarding node's own members
 		// then get these messages through the stream, not its fast path.
-		data, err = a.encode(false)
+		data = a.encode(false)
 	}
-	if err != nil || int64(len(data)) > a.maxPayload {
-		a.log.Warn("cannot answer a forwarded batch; its node commits it itself and finds it stored", "err", err, "bytes", len(data))
+	if int64(len(data)) > a.maxPayload {
+		a.log.Warn("cannot answer a forwarded batch over NATS's max payload; its node commits it itself and finds it stored", "bytes", len(data))
 		return
 	}
 	_ = a.msg.Respond(data) // lost: the node commits the batch itself and finds it stored
 }
 
-func (a *answer) encode(withRecipients bool) ([]byte, error) {
+func (a *answer) encode(withRecipients bool) []byte {
 	rep := reply{Outcomes: make([]outcome, len(a.results))}
 	for i := range a.results {
 		rep.Outcomes[i] = encodeOutcome(a.results[i].r, a.results[i].acc, withRecipients)
 	}
-	return encode(rep)
+	return rep.appendJSON(make([]byte, 0, 512*len(rep.Outcomes)))
 }

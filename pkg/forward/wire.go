@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -98,17 +97,4 @@ func (o *outcome) decode() store.Outcome {
 	m.Device = o.Device
 	return store.Outcome{Accepted: store.Accepted{Message: m, OutboxID: o.OutboxID, Recipients: o.Recipients,
 		Duplicate: o.Duplicate, Forwarded: true}}
-}
-
-// encode is v's JSON without the HTML escaping json.Marshal applies, which
-// would rewrite "<", ">" and "&" in a message's meta (json.RawMessage) and
-// store other bytes than the same send committed where it was made.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

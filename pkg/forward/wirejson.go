@@ -1,0 +1,243 @@
+package forward
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/jsonfast"
+	"github.com/chatd/chatd/pkg/codec"
+)
+
+// The batch and its answer cross NATS as the JSON encoding/json writes and
+// reads for request and reply, so nodes of either build read each other.
+// Both ends write and read it without reflection: every forwarded send is
+// encoded and decoded twice. A shape the fast reader does not take (a null,
+// a key in another case, reactions) is read by encoding/json, so the result
+// never differs from it (FuzzWireDecode holds the two equal).
+
+// errBadMeta: a send's meta is not JSON, which encoding/json would refuse
+// to write as well.
+var errBadMeta = errors.New("meta is not valid JSON")
+
+// appendJSON appends r's JSON.
+func (r *request) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"sends":[`...)
+	for i := range r.Sends {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = r.Sends[i].appendJSON(dst); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, "]}"...), nil
+}
+
+func (s *send) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"chat":`...)
+	dst = jsonfast.AppendString(dst, s.Chat, false)
+	dst = append(dst, `,"from":`...)
+	dst = jsonfast.AppendString(dst, s.From, false)
+	dst = appendStringField(dst, `,"device":`, s.Device)
+	dst = append(dst, `,"cid":`...)
+	dst = jsonfast.AppendString(dst, s.CID, false)
+	dst = appendStringField(dst, `,"body":`, s.Body)
+	dst = appendStringField(dst, `,"kind":`, string(s.Kind))
+	dst = appendStringField(dst, `,"target":`, s.Target)
+	if len(s.Meta) > 0 {
+		// As the client sent it, byte for byte, so it is stored as a send
+		// committed where it was made would be.
+		if !json.Valid(s.Meta) {
+			return nil, errBadMeta
+		}
+		dst = append(dst, `,"meta":`...)
+		dst = append(dst, s.Meta...)
+	}
+	dst = appendStringField(dst, `,"emoji":`, s.Emoji)
+	if s.On {
+		dst = append(dst, `,"on":true`...)
+	}
+	if s.System {
+		dst = append(dst, `,"system":true`...)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendStringField appends key and v unless v is empty (omitempty).
+func appendStringField(dst []byte, key, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	dst = append(dst, key...)
+	return jsonfast.AppendString(dst, v, false)
+}
+
+// decodeRequest reads a batch as json.Unmarshal would.
+func decodeRequest(data []byte) (request, error) {
+	var r request
+	if utf8.Valid(data) {
+		p := jsonfast.NewParser(data)
+		if p.Object(func(key []byte) bool { return requestField(p, key, &r) }) && p.End() {
+			return r, nil
+		}
+	}
+	r = request{}
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func requestField(p *jsonfast.Parser, key []byte, r *request) bool {
+	if string(key) != "sends" || r.Sends != nil {
+		// A repeated key: encoding/json decodes into the first one's
+		// elements, so it reads that.
+		return false
+	}
+	r.Sends = make([]send, 0, 16)
+	return p.Array(func() bool {
+		var s send
+		if !p.Object(func(key []byte) bool { return sendField(p, key, &s) }) {
+			return false
+		}
+		r.Sends = append(r.Sends, s)
+		return true
+	})
+}
+
+func sendField(p *jsonfast.Parser, key []byte, s *send) bool {
+	var ok bool
+	switch string(key) {
+	case "chat":
+		s.Chat, ok = p.String()
+	case "from":
+		s.From, ok = p.String()
+	case "device":
+		s.Device, ok = p.String()
+	case "cid":
+		s.CID, ok = p.String()
+	case "body":
+		s.Body, ok = p.String()
+	case "kind":
+		var k string
+		k, ok = p.String()
+		s.Kind = chatd.EventKind(k)
+	case "target":
+		s.Target, ok = p.String()
+	case "meta":
+		s.Meta, ok = p.Composite()
+	case "emoji":
+		s.Emoji, ok = p.String()
+	case "on":
+		s.On, ok = p.Bool()
+	case "system":
+		s.System, ok = p.Bool()
+	}
+	return ok
+}
+
+// appendJSON appends r's JSON.
+func (r *reply) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"outcomes":[`...)
+	for i := range r.Outcomes {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = r.Outcomes[i].appendJSON(dst)
+	}
+	return append(dst, "]}"...)
+}
+
+func (o *outcome) appendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	// Each member after the first starts with a comma; a comma left at
+	// the front is dropped below.
+	mark := len(dst)
+	if o.Message != nil {
+		dst = append(dst, `,"msg":`...)
+		dst = append(dst, '{')
+		dst = codec.AppendMessage(dst, o.Message)
+		dst = append(dst, '}')
+	}
+	dst = appendStringField(dst, `,"device":`, o.Device)
+	if o.OutboxID != 0 {
+		dst = append(dst, `,"outbox_id":`...)
+		dst = strconv.AppendInt(dst, o.OutboxID, 10)
+	}
+	if len(o.Recipients) > 0 {
+		dst = append(dst, `,"recipients":[`...)
+		for i, r := range o.Recipients {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonfast.AppendString(dst, r, false)
+		}
+		dst = append(dst, ']')
+	}
+	if o.Duplicate {
+		dst = append(dst, `,"duplicate":true`...)
+	}
+	dst = appendStringField(dst, `,"err_kind":`, o.ErrKind)
+	dst = appendStringField(dst, `,"err":`, o.Err)
+	if len(dst) > mark {
+		dst = append(dst[:mark], dst[mark+1:]...)
+	}
+	return append(dst, '}')
+}
+
+// decodeReply reads an answer as json.Unmarshal would.
+func decodeReply(data []byte) (reply, error) {
+	var r reply
+	if utf8.Valid(data) {
+		p := jsonfast.NewParser(data)
+		if p.Object(func(key []byte) bool { return replyField(p, key, &r) }) && p.End() {
+			return r, nil
+		}
+	}
+	r = reply{}
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func replyField(p *jsonfast.Parser, key []byte, r *reply) bool {
+	if string(key) != "outcomes" || r.Outcomes != nil {
+		return false // a repeated key, as in requestField
+	}
+	r.Outcomes = make([]outcome, 0, 16)
+	return p.Array(func() bool {
+		var o outcome
+		if !p.Object(func(key []byte) bool { return outcomeField(p, key, &o) }) {
+			return false
+		}
+		r.Outcomes = append(r.Outcomes, o)
+		return true
+	})
+}
+
+func outcomeField(p *jsonfast.Parser, key []byte, o *outcome) bool {
+	var ok bool
+	switch string(key) {
+	case "msg":
+		if o.Message != nil {
+			return false // a repeated key, as in requestField
+		}
+		m := new(chatd.Message)
+		ok = p.Object(func(key []byte) bool { return codec.MessageField(p, key, m) })
+		o.Message = m
+	case "device":
+		o.Device, ok = p.String()
+	case "outbox_id":
+		o.OutboxID, ok = p.Int64()
+	case "recipients":
+		o.Recipients, ok = p.Strings()
+	case "duplicate":
+		o.Duplicate, ok = p.Bool()
+	case "err_kind":
+		o.ErrKind, ok = p.String()
+	case "err":
+		o.Err, ok = p.String()
+	}
+	return ok
+}
