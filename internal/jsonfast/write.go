@@ -35,6 +35,22 @@ func asIsTable(html bool) (t [utf8.RuneSelf]bool) {
 	return t
 }
 
+// AppendStrings appends ss as a JSON array of strings, null when nil, as
+// encoding/json writes a []string.
+func AppendStrings(dst []byte, ss []string, escapeHTML bool) []byte {
+	if ss == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s, escapeHTML)
+	}
+	return append(dst, ']')
+}
+
 // AppendString appends s as a JSON string, as encoding/json writes it:
 // control characters, quote and backslash escaped; U+2028 and U+2029 too
 // (valid JSON, but line terminators to JavaScript's eval); invalid UTF-8

@@ -33,18 +33,7 @@ func EncodeEnvelope(e *chatd.Envelope) ([]byte, error) {
 	dst = append(dst, `},"device":`...)
 	dst = jsonfast.AppendString(dst, e.Device, true)
 	dst = append(dst, `,"to":`...)
-	if e.Recipients == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, r := range e.Recipients {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonfast.AppendString(dst, r, true)
-		}
-		dst = append(dst, ']')
-	}
+	dst = jsonfast.AppendStrings(dst, e.Recipients, true)
 	return append(dst, '}'), nil
 }
 

@@ -76,19 +76,25 @@ func appendStringField(dst []byte, key, v string) []byte {
 	return jsonfast.AppendString(dst, v, false)
 }
 
-// decodeRequest reads a batch as json.Unmarshal would.
-func decodeRequest(data []byte) (request, error) {
-	var r request
+// decode reads data as json.Unmarshal would into a T: through field, the
+// reader of T's members, where the fast reader takes the shape; else by
+// encoding/json. Its fast path copies string bytes as they are, and
+// encoding/json replaces invalid UTF-8, so such data is left to it.
+func decode[T any](data []byte, field func(p *jsonfast.Parser, key []byte, v *T) bool) (T, error) {
+	var v T
 	if utf8.Valid(data) {
 		p := jsonfast.NewParser(data)
-		if p.Object(func(key []byte) bool { return requestField(p, key, &r) }) && p.End() {
-			return r, nil
+		if p.Object(func(key []byte) bool { return field(p, key, &v) }) && p.End() {
+			return v, nil
 		}
 	}
-	r = request{}
-	err := json.Unmarshal(data, &r)
-	return r, err
+	var fresh T
+	err := json.Unmarshal(data, &fresh)
+	return fresh, err
 }
+
+// decodeRequest reads a batch as json.Unmarshal would.
+func decodeRequest(data []byte) (request, error) { return decode(data, requestField) }
 
 func requestField(p *jsonfast.Parser, key []byte, r *request) bool {
 	if string(key) != "sends" || r.Sends != nil {
@@ -167,14 +173,8 @@ func (o *outcome) appendJSON(dst []byte) []byte {
 		dst = strconv.AppendInt(dst, o.OutboxID, 10)
 	}
 	if len(o.Recipients) > 0 {
-		dst = append(dst, `,"recipients":[`...)
-		for i, r := range o.Recipients {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonfast.AppendString(dst, r, false)
-		}
-		dst = append(dst, ']')
+		dst = append(dst, `,"recipients":`...)
+		dst = jsonfast.AppendStrings(dst, o.Recipients, false)
 	}
 	if o.Duplicate {
 		dst = append(dst, `,"duplicate":true`...)
@@ -188,18 +188,7 @@ func (o *outcome) appendJSON(dst []byte) []byte {
 }
 
 // decodeReply reads an answer as json.Unmarshal would.
-func decodeReply(data []byte) (reply, error) {
-	var r reply
-	if utf8.Valid(data) {
-		p := jsonfast.NewParser(data)
-		if p.Object(func(key []byte) bool { return replyField(p, key, &r) }) && p.End() {
-			return r, nil
-		}
-	}
-	r = reply{}
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
+func decodeReply(data []byte) (reply, error) { return decode(data, replyField) }
 
 func replyField(p *jsonfast.Parser, key []byte, r *reply) bool {
 	if string(key) != "outcomes" || r.Outcomes != nil {

@@ -72,18 +72,7 @@ func (p *Payload) Encode() ([]byte, error) {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, d.Seq, 10)
 	dst = append(dst, `,"recipients":`...)
-	if d.Recipients == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, r := range d.Recipients {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonfast.AppendString(dst, r, true)
-		}
-		dst = append(dst, ']')
-	}
+	dst = jsonfast.AppendStrings(dst, d.Recipients, true)
 	dst = append(dst, `,"event":`...)
 	dst, err := codec.AppendMessageJSON(dst, &d.Event)
 	if err != nil {
