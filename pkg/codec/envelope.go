@@ -44,7 +44,10 @@ func EncodeEnvelope(e *chatd.Envelope) ([]byte, error) {
 func AppendMessageJSON(dst []byte, m *chatd.Message) ([]byte, error) {
 	if !plainShape(m) {
 		b, err := json.Marshal(m)
-		return append(dst, b...), err
+		if err != nil {
+			return nil, err
+		}
+		return append(dst, b...), nil
 	}
 	meta, err := marshalMeta(m)
 	if err != nil {
