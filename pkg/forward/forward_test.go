@@ -328,25 +328,32 @@ func TestOwnBatchIsDeclined(t *testing.T) {
 func TestMetaIsStoredAsSent(t *testing.T) {
 	leader, follower, chat := twoNodes(t, forward.DefaultTimeout)
 	ctx := context.Background()
-	meta := json.RawMessage(`{"html":"<b>&amp;</b>","n":1}`)
-	fwd, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "m1", Body: "a <b>", Meta: meta})
-	if err != nil || fwd.Err != nil {
-		t.Fatalf("forwarded send: %+v, %v", fwd, err)
-	}
-	local, err := leader.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: "m2", Body: "a <b>", Meta: meta})
-	if err != nil || local.Err != nil {
-		t.Fatalf("local send: %+v, %v", local, err)
-	}
-	if string(fwd.Message.Meta) != string(local.Message.Meta) || fwd.Message.Body != local.Message.Body {
-		t.Fatalf("forwarded meta %s body %q, committed on the leading node %s body %q: want the same bytes",
-			fwd.Message.Meta, fwd.Message.Body, local.Message.Meta, local.Message.Body)
-	}
-	var stored string
-	if err := leader.st.Pool().QueryRow(ctx, `select meta::text from history where cid = 'm1'`).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
-	if stored != string(local.Message.Meta) {
-		t.Fatalf("stored meta %s, want %s", stored, local.Message.Meta)
+	for i, meta := range []json.RawMessage{
+		json.RawMessage(`{"html":"<b>&amp;</b>","n":1}`),
+		// Spaces: PostgreSQL's json type keeps what it is given, so both
+		// paths must give it the same (SendRequest.Check's compact form).
+		json.RawMessage(`{ "html" : "<b>&amp;</b>",  "n": 1.50 }`),
+	} {
+		cid := fmt.Sprint("m", i)
+		fwd, err := follower.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: cid + "f", Body: "a <b>", Meta: meta})
+		if err != nil || fwd.Err != nil {
+			t.Fatalf("forwarded send: %+v, %v", fwd, err)
+		}
+		local, err := leader.in.Send(ctx, chatd.SendRequest{Chat: chat, From: "alice", Device: "d", CID: cid + "l", Body: "a <b>", Meta: meta})
+		if err != nil || local.Err != nil {
+			t.Fatalf("local send: %+v, %v", local, err)
+		}
+		if string(fwd.Message.Meta) != string(local.Message.Meta) || fwd.Message.Body != local.Message.Body {
+			t.Fatalf("forwarded meta %s body %q, committed on the leading node %s body %q: want the same bytes",
+				fwd.Message.Meta, fwd.Message.Body, local.Message.Meta, local.Message.Body)
+		}
+		var stored string
+		if err := leader.st.Pool().QueryRow(ctx, `select meta::text from history where cid = $1`, cid+"f").Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if stored != string(local.Message.Meta) {
+			t.Fatalf("stored meta %s, want %s", stored, local.Message.Meta)
+		}
 	}
 }
 
