@@ -98,8 +98,8 @@ func decodeRequest(data []byte) (request, error) { return decode(data, requestFi
 
 func requestField(p *jsonfast.Parser, key []byte, r *request) bool {
 	if string(key) != "sends" || r.Sends != nil {
-		// A repeated key: encoding/json decodes into the first one's
-		// elements, so it reads that.
+		// Another key, or this one repeated (encoding/json decodes a
+		// repeated array into the first one's elements): left to it.
 		return false
 	}
 	r.Sends = make([]send, 0, 16)
@@ -192,7 +192,7 @@ func decodeReply(data []byte) (reply, error) { return decode(data, replyField) }
 
 func replyField(p *jsonfast.Parser, key []byte, r *reply) bool {
 	if string(key) != "outcomes" || r.Outcomes != nil {
-		return false // a repeated key, as in requestField
+		return false // another key, or this one repeated, as in requestField
 	}
 	r.Outcomes = make([]outcome, 0, 16)
 	return p.Array(func() bool {
