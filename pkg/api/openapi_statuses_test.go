@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/api"
@@ -49,11 +50,15 @@ func documentCalls(t *testing.T) []docCall {
 // send makes one request through the checking client: the answer must be
 // one the document describes. A refusal the server sends before reading
 // the whole request can race our write of it into a reset; such a try is
-// made again.
+// made again, after a pause that grows, so that a busy moment of the
+// machine (the race detector on two cores) does not decide every try.
 func (e *env) send(t *testing.T, method, path, tok, ctype string, body []byte, header http.Header) (*http.Response, []byte) {
 	t.Helper()
 	var lastErr error
-	for range 5 {
+	for try := range 10 {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+		}
 		req, err := http.NewRequest(method, e.base+path, bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +84,7 @@ func (e *env) send(t *testing.T, method, path, tok, ctype string, body []byte, h
 		}
 		return resp, raw
 	}
-	t.Fatalf("%s %s: no answer in 5 tries; the last: %v", method, path, lastErr)
+	t.Fatalf("%s %s: no answer in 10 tries; the last: %v", method, path, lastErr)
 	return nil, nil
 }
 
