@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -47,6 +48,9 @@ type limitListener struct {
 	lastWarn atomic.Int64
 	// lastFDWarn does the same for running out of file descriptors.
 	lastFDWarn atomic.Int64
+	// lingering counts the closes still reading what their peer sends
+	// (limitedConn.Close); wait waits for them.
+	lingering sync.WaitGroup
 }
 
 // Accept's wait after an error a later accept can get past (out of file
@@ -125,6 +129,9 @@ func (l *limitListener) warnAcceptRetry(err error, wait time.Duration) {
 	}
 }
 
+// wait returns once every connection closed so far is closed for good.
+func (l *limitListener) wait() { l.lingering.Wait() }
+
 func (l *limitListener) release() {
 	l.open.Add(-1)
 	l.metrics.httpConns.Dec()
@@ -142,7 +149,18 @@ type limitedConn struct {
 	// firstBy is the first request's deadline (unix nanos) until the first
 	// SetReadDeadline consumes it; then 0.
 	firstBy atomic.Int64
+	// upgraded: the connection became a WebSocket, which is closed after
+	// its close handshake (and from other goroutines than its reader), so
+	// it needs no lingering close.
+	upgraded atomic.Bool
 }
+
+// Bounds of a lingering close (limitedConn.Close): how long and how much
+// it reads of what the peer still sends.
+const (
+	lingerFor   = 500 * time.Millisecond
+	lingerBytes = 4 << 20
+)
 
 // SetReadDeadline is net.Conn's, except that the first call cannot extend
 // the deadline set at accept.
@@ -153,8 +171,38 @@ func (c *limitedConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
+// Close closes an HTTP connection lingering, as web servers do: it sends
+// what is written and a FIN, then reads what the peer still sends, for at
+// most lingerFor and lingerBytes, on a goroutine of the listener's, before
+// the socket is closed. A socket closed with request bytes unread (a body
+// refused before it was read, with 413) is reset by the kernel, and the
+// reset makes the client drop the answer it has not read yet. A WebSocket
+// is closed at once.
 func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.l.release)
+	err := net.ErrClosed
+	c.once.Do(func() {
+		cw, ok := c.Conn.(interface{ CloseWrite() error })
+		if c.upgraded.Load() || !ok || cw.CloseWrite() != nil || c.Conn.SetReadDeadline(time.Now().Add(lingerFor)) != nil {
+			err = c.Conn.Close()
+			c.l.release()
+			return
+		}
+		c.l.lingering.Add(1)
+		go func() {
+			defer c.l.lingering.Done()
+			_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+			_ = c.Conn.Close()
+			c.l.release()
+		}()
+		err = nil
+	})
 	return err
+}
+
+// markUpgraded records that c, as the server passed it to a handler,
+// becomes a WebSocket.
+func markUpgraded(c net.Conn) {
+	if lc, ok := c.(*limitedConn); ok {
+		lc.upgraded.Store(true)
+	}
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -263,4 +264,41 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, name string, want float6
 		}
 	}
 	t.Fatalf("%s = %v, want %v", name, got, want)
+}
+
+// A body over the limit is answered 413, and the client gets that answer:
+// chatd refuses it before reading it, and a socket closed with the body
+// unread would be reset, which makes the client drop the 413 it has not
+// read yet (a Go client saw a reset for about two thirds of 2 MB posts).
+func TestOversizedBodyIsAnswered413NotReset(t *testing.T) {
+	t.Parallel()
+	e := mustEnv(t)
+	tok := apitest.Token(t, testSecret, "alice", "")
+	body := []byte(`{"x":"` + strings.Repeat("a", 2<<20) + `"}`)
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	resets := 0
+	var last error
+	for range 40 {
+		req, err := http.NewRequest("POST", e.base+"/api/chats", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			resets++
+			last = err
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("got status %d, want 413", resp.StatusCode)
+		}
+	}
+	if resets > 0 {
+		t.Fatalf("%d of 40 posts of a 2 MB body got no answer, the last: %v; want the 413 every time", resets, last)
+	}
 }

@@ -177,7 +177,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); keys.run(rctx) }()
 		defer func() { stop(); <-done }()
 	}
-	ln = newLimitListener(ln, s.cfg.HTTP.MaxConnections, s.cfg.HTTP.ReadTimeout, s.cfg.Now, s.metrics, s.log)
+	ll := newLimitListener(ln, s.cfg.HTTP.MaxConnections, s.cfg.HTTP.ReadTimeout, s.cfg.Now, s.metrics, s.log)
+	// The lingering closes end within lingerFor of the last close.
+	defer ll.wait()
+	ln = ll
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {

@@ -129,6 +129,7 @@ func (g *gateway) upgrade() fiber.Handler {
 			return writeError(c, fiber.StatusTooManyRequests, wire.CodeRateLimited,
 				"this user's last connection was closed for refused or invalid frames; reconnect after Retry-After")
 		}
+		markUpgraded(c.Context().Conn())
 		if err := up.Upgrade(c.Context(), func(conn *websocket.Conn) { g.serve(conn, id) }); err != nil {
 			return fiber.ErrUpgradeRequired
 		}
