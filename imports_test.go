@@ -68,7 +68,7 @@ var allowedImports = map[string][]string{
 	"web": {},
 
 	// Real nodes for tests: below pkg/node, as httptest is below net/http.
-	"pkg/node/nodetest": {"", "embedded", "pkg/node"},
+	"pkg/node/nodetest": {"", "embedded", "pkg/node", "internal/testmetric"},
 	"pkg/api/apitest":   {"pkg/api"},
 
 	// Deployment artefacts; only its tests have code, and they may import anything.

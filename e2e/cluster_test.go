@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
@@ -61,21 +62,7 @@ func relayActive(t *testing.T, nodes ...*runningNode) []float64 {
 // forwardBatches is a node's chatd_forward_batches_total{path}.
 func forwardBatches(t *testing.T, rn *runningNode, path string) float64 {
 	t.Helper()
-	mfs, err := rn.Registry().Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "chatd_forward_batches_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == path {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testmetric.Sum(t, rn.Registry(), "chatd_forward_batches_total", "path", path)
 }
 
 // Two nodes on one PostgreSQL and one NATS elect one relay; recipients on

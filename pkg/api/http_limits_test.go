@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
@@ -247,19 +248,7 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, name string, want float6
 	t.Helper()
 	var got float64
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = 0
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				for _, m := range mf.GetMetric() {
-					got += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				}
-			}
-		}
-		if got == want {
+		if got = testmetric.Sum(t, reg, name); got == want {
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
@@ -85,17 +86,7 @@ func (n *node) batches(path string) float64 { return n.fw.Batches(path) }
 // accepted is n's chatd_ingest_accepted_total.
 func (n *node) accepted(t *testing.T) float64 {
 	t.Helper()
-	mfs, err := n.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "chatd_ingest_accepted_total" {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatal("no chatd_ingest_accepted_total")
-	return 0
+	return testmetric.Value(t, n.reg, "chatd_ingest_accepted_total")
 }
 
 // waitSeen waits until n's OnCommit saw want messages: it runs after the

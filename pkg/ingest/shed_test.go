@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,17 +59,7 @@ func mustLockChat(t *testing.T, s *store.Store, chat string) (release func()) {
 // queueDepth reads chatd_ingest_queue_depth from reg.
 func queueDepth(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "chatd_ingest_queue_depth" {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatal("no chatd_ingest_queue_depth metric")
-	return 0
+	return testmetric.Value(t, reg, "chatd_ingest_queue_depth")
 }
 
 // With a commit that hangs (another transaction holds its chat's row), the

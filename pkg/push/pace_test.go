@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,33 +17,7 @@ import (
 // the label pairs given (name, value, ...), or fails.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-				}
-				if !found {
-					continue next
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("%s%v is not registered", name, labels)
-	return 0
+	return testmetric.Value(t, reg, name, labels...)
 }
 
 func ids(ms []chatd.Message) []string {

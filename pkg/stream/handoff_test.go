@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/codec"
@@ -108,24 +109,7 @@ func mustChat(t *testing.T, s *store.Store) string {
 // rows reads chatd_relay_rows_total{source}.
 func rows(t *testing.T, reg *prometheus.Registry, source string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "chatd_relay_rows_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "source" && l.GetValue() == source {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("chatd_relay_rows_total{source=%q} is not registered", source)
-	return 0
+	return testmetric.Value(t, reg, "chatd_relay_rows_total", "source", source)
 }
 
 // streamData returns every message of the delivery stream in stream order:

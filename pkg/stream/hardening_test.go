@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testproxy"
@@ -67,22 +68,7 @@ func mustConnect(t *testing.T, url string) *nats.Conn {
 // metric reads the value of the counter or gauge name from reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		m := f.GetMetric()[0]
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
-		}
-		return m.GetGauge().GetValue()
-	}
-	t.Fatalf("metric %s is not registered", name)
-	return 0
+	return testmetric.Value(t, reg, name)
 }
 
 func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/pkg/codec"
@@ -157,19 +158,7 @@ func (d *deliverer) stop() {
 // metric adds up the series of the named metric.
 func (d *deliverer) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	mfs, err := d.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
+	return testmetric.Sum(t, d.reg, name)
 }
 
 // storeAdapter is the store as the webhooks see it (pkg/node has its own).

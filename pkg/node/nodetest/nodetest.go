@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testmetric"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -112,18 +113,5 @@ func NATS(t testing.TB, storeDir, listen string) *embedded.NATS {
 // registry.
 func Metric(t testing.TB, n *node.Node, name string) float64 {
 	t.Helper()
-	mfs, err := n.Registry().Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
+	return testmetric.Sum(t, n.Registry(), name)
 }
