@@ -49,7 +49,10 @@ type limitListener struct {
 	// lastFDWarn does the same for running out of file descriptors.
 	lastFDWarn atomic.Int64
 	// lingering counts the closes still reading what their peer sends
-	// (limitedConn.Close); wait waits for them.
+	// (limitedConn.Close); wait waits for them. Once waited is set (under
+	// lingerMu) no close lingers, so none is counted after Wait began.
+	lingerMu  sync.Mutex
+	waited    bool
 	lingering sync.WaitGroup
 }
 
@@ -129,8 +132,25 @@ func (l *limitListener) warnAcceptRetry(err error, wait time.Duration) {
 	}
 }
 
-// wait returns once every connection closed so far is closed for good.
-func (l *limitListener) wait() { l.lingering.Wait() }
+// wait returns once every connection closed so far is closed for good;
+// connections closed after it began close at once.
+func (l *limitListener) wait() {
+	l.lingerMu.Lock()
+	l.waited = true
+	l.lingerMu.Unlock()
+	l.lingering.Wait()
+}
+
+// linger counts one more lingering close, or reports false once wait began.
+func (l *limitListener) linger() bool {
+	l.lingerMu.Lock()
+	defer l.lingerMu.Unlock()
+	if l.waited {
+		return false
+	}
+	l.lingering.Add(1)
+	return true
+}
 
 func (l *limitListener) release() {
 	l.open.Add(-1)
@@ -182,19 +202,22 @@ func (c *limitedConn) Close() error {
 	err := net.ErrClosed
 	c.once.Do(func() {
 		cw, ok := c.Conn.(interface{ CloseWrite() error })
-		if c.upgraded.Load() || !ok || cw.CloseWrite() != nil || c.Conn.SetReadDeadline(time.Now().Add(lingerFor)) != nil {
-			err = c.Conn.Close()
-			c.l.release()
+		lingering := !c.upgraded.Load() && ok && c.l.linger()
+		if lingering && cw.CloseWrite() == nil && c.Conn.SetReadDeadline(time.Now().Add(lingerFor)) == nil {
+			go func() {
+				defer c.l.lingering.Done()
+				_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+				_ = c.Conn.Close()
+				c.l.release()
+			}()
+			err = nil
 			return
 		}
-		c.l.lingering.Add(1)
-		go func() {
-			defer c.l.lingering.Done()
-			_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
-			_ = c.Conn.Close()
-			c.l.release()
-		}()
-		err = nil
+		err = c.Conn.Close()
+		c.l.release()
+		if lingering {
+			c.l.lingering.Done()
+		}
 	})
 	return err
 }

@@ -78,3 +78,51 @@ func TestAcceptWaitsOutRunningOutOfFileDescriptors(t *testing.T) {
 		t.Fatalf("Accept on a closed listener: got %v, want net.ErrClosed", err)
 	}
 }
+
+// A close before the listener's wait lingers and is waited for; a close
+// after it closes at once, so no lingering close outlives Serve (counting
+// one after the wait began raced with it: the race detector flagged a
+// WaitGroup Add after its Wait, from a worker closing a connection while
+// Serve returned).
+func TestCloseAfterWaitDoesNotLinger(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ll := newLimitListener(ln, 100, 5*time.Second, time.Now, newMetrics(nil), slog.New(slog.DiscardHandler))
+	const n = 20
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sc, err := ll.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, sc)
+	}
+	// The first half lingers: their clients stay silent.
+	for _, c := range conns[:n/2] {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	ll.wait()
+	if waited := time.Since(start); waited < lingerFor/2 {
+		t.Fatalf("wait returned after %v, before the lingering closes' %v", waited, lingerFor)
+	}
+	if open := ll.open.Load(); open != n/2 {
+		t.Fatalf("%d connections counted open after wait, want the %d not closed yet", open, n/2)
+	}
+	for _, c := range conns[n/2:] {
+		_ = c.Close()
+	}
+	if open := ll.open.Load(); open != 0 {
+		t.Fatalf("%d connections still counted open right after their close, after wait: want none lingering", open)
+	}
+}
