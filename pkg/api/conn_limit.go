@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// refusal is the whole answer to a connection over the cap: written
-// without reading the request, so it costs no goroutine and no buffer. A
+// refusal is the whole answer to a connection over the cap (refuse): the
+// request is not parsed, so it costs no worker and no request buffer. A
 // client takes it for the answer to the call it sent, so it is that call's
 // 503 as documented: the JSON error with Retry-After.
 var refusal = func() []byte {
@@ -22,9 +22,14 @@ var refusal = func() []byte {
 		"Retry-After: 1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }()
 
-// refusalWriteTimeout bounds writing the refusal from the accept loop, so a
-// peer that does not read cannot stall accepting.
+// refusalWriteTimeout bounds writing the refusal, so a peer that does not
+// read cannot stall the accept loop or hold a lingering refusal.
 const refusalWriteTimeout = 100 * time.Millisecond
+
+// refusalReadWait is how long a refusal waits for its request to begin
+// (refuse): a client sends it as soon as it is connected, so this is
+// a round trip's margin, not a read timeout.
+const refusalReadWait = 250 * time.Millisecond
 
 // limitListener caps the open connections of a listener. It counts every
 // accepted connection until it is closed, upgraded WebSockets included
@@ -54,6 +59,12 @@ type limitListener struct {
 	lingerMu  sync.Mutex
 	waited    bool
 	lingering sync.WaitGroup
+	// refusalsLingering counts the refusals answered on a goroutine
+	// (refuse).
+	refusalsLingering atomic.Int64
+	// lingerFor is how long a close lingers at most: the constant
+	// lingerFor, longer in tests that need closes to be still lingering.
+	lingerFor time.Duration
 }
 
 // Accept's wait after an error a later accept can get past (out of file
@@ -75,7 +86,7 @@ func retryableAccept(err error) bool {
 }
 
 func newLimitListener(ln net.Listener, maxConns int, readTimeout time.Duration, now func() time.Time, m *metrics, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, max: int64(maxConns), readTimeout: readTimeout, now: now, metrics: m, log: log}
+	return &limitListener{Listener: ln, max: int64(maxConns), readTimeout: readTimeout, now: now, metrics: m, log: log, lingerFor: lingerFor}
 }
 
 // Accept returns the next connection under the cap, refusing those over it.
@@ -111,16 +122,41 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
+// refuse answers a connection over the cap with the 503 and closes it.
+// Up to maxLingeringRefusals at once are answered on a goroutine of the
+// listener's, once their request has begun, and closed lingering
+// (limitedConn.Close): a client then reads the 503 as the answer to the
+// request it sent, body and all. Each holds a file descriptor beyond
+// --max-connections for at most refusalReadWait and lingerFor, so past
+// the bound a refusal is written at once from the accept loop and the
+// connection closed, which a client still sending may see as a reset.
 func (l *limitListener) refuse(c net.Conn) {
 	l.metrics.httpRefused.Inc()
-	_ = c.SetWriteDeadline(deadline(refusalWriteTimeout))
-	_, _ = c.Write(refusal)
-	_ = c.Close()
 	now := l.now().UnixNano()
 	if last := l.lastWarn.Load(); now-last > int64(time.Minute) && l.lastWarn.CompareAndSwap(last, now) {
 		l.log.Warn("refusing connections: --max-connections are open; raise it (and the open-file limit) or add nodes",
 			"max_connections", l.max)
 	}
+	if l.refusalsLingering.Add(1) <= maxLingeringRefusals && l.linger() {
+		go func() {
+			defer l.lingering.Done()
+			defer l.refusalsLingering.Add(-1)
+			// Go's HTTP client fails a call whose answer came before its
+			// request was written ("unsolicited response on idle
+			// channel"), so the answer waits for the request's first bytes.
+			_ = c.SetReadDeadline(time.Now().Add(refusalReadWait))
+			var first [512]byte
+			_, _ = c.Read(first[:])
+			_ = c.SetWriteDeadline(deadline(refusalWriteTimeout))
+			_, _ = c.Write(refusal)
+			l.drainAndClose(c)
+		}()
+		return
+	}
+	l.refusalsLingering.Add(-1)
+	_ = c.SetWriteDeadline(deadline(refusalWriteTimeout))
+	_, _ = c.Write(refusal)
+	_ = c.Close()
 }
 
 func (l *limitListener) warnAcceptRetry(err error, wait time.Duration) {
@@ -180,6 +216,10 @@ type limitedConn struct {
 const (
 	lingerFor   = 500 * time.Millisecond
 	lingerBytes = 4 << 20
+	// maxLingeringRefusals bounds the refused connections lingering at
+	// once: each holds a file descriptor beyond --max-connections for up
+	// to lingerFor.
+	maxLingeringRefusals = 256
 )
 
 // SetReadDeadline is net.Conn's, except that the first call cannot extend
@@ -201,25 +241,39 @@ func (c *limitedConn) SetReadDeadline(t time.Time) error {
 func (c *limitedConn) Close() error {
 	err := net.ErrClosed
 	c.once.Do(func() {
-		cw, ok := c.Conn.(interface{ CloseWrite() error })
-		lingering := !c.upgraded.Load() && ok && c.l.linger()
-		if lingering && cw.CloseWrite() == nil && c.Conn.SetReadDeadline(time.Now().Add(lingerFor)) == nil {
-			go func() {
-				defer c.l.lingering.Done()
-				_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
-				_ = c.Conn.Close()
-				c.l.release()
-			}()
+		if !c.upgraded.Load() && c.l.closeLingering(c.Conn, c.l.release) {
 			err = nil
 			return
 		}
 		err = c.Conn.Close()
 		c.l.release()
-		if lingering {
-			c.l.lingering.Done()
-		}
 	})
 	return err
+}
+
+// closeLingering closes c lingering on a goroutine of the listener's
+// (drainAndClose) and calls done once the socket is closed. It reports
+// false, having closed nothing, once the listener's wait began.
+func (l *limitListener) closeLingering(c net.Conn, done func()) bool {
+	if !l.linger() {
+		return false
+	}
+	go func() {
+		defer l.lingering.Done()
+		l.drainAndClose(c)
+		done()
+	}()
+	return true
+}
+
+// drainAndClose sends c's FIN after what is written, reads what the peer
+// still sends for at most l.lingerFor and lingerBytes, and closes c.
+func (l *limitListener) drainAndClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil &&
+		c.SetReadDeadline(time.Now().Add(l.lingerFor)) == nil {
+		_, _ = io.CopyN(io.Discard, c, lingerBytes)
+	}
+	_ = c.Close()
 }
 
 // markUpgraded records that c, as the server passed it to a handler,

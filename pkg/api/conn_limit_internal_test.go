@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -124,5 +125,85 @@ func TestCloseAfterWaitDoesNotLinger(t *testing.T) {
 	}
 	if open := ll.open.Load(); open != 0 {
 		t.Fatalf("%d connections still counted open right after their close, after wait: want none lingering", open)
+	}
+}
+
+// closeCounting counts the accepted connections and those the server side
+// closed without half-closing them first: at once, not lingering.
+type closeCounting struct {
+	net.Listener
+	accepted, atOnce atomic.Int64
+}
+
+type countedConn struct {
+	*net.TCPConn
+	l          *closeCounting
+	halfClosed atomic.Bool
+}
+
+func (c *countedConn) CloseWrite() error {
+	c.halfClosed.Store(true)
+	return c.TCPConn.CloseWrite()
+}
+
+func (c *countedConn) Close() error {
+	if !c.halfClosed.Load() {
+		c.l.atOnce.Add(1)
+	}
+	return c.TCPConn.Close()
+}
+
+func (l *closeCounting) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	return &countedConn{TCPConn: c.(*net.TCPConn), l: l}, nil
+}
+
+// Refused connections linger at most maxLingeringRefusals at once: each
+// holds a file descriptor beyond the cap, so past the bound a refusal
+// closes at once.
+func TestLingeringRefusalsAreBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &closeCounting{Listener: ln}
+	ll := newLimitListener(counting, 0, 5*time.Second, time.Now, newMetrics(nil), slog.New(slog.DiscardHandler))
+	// The clients stay silent, so the lingering closes last until they
+	// close.
+	ll.lingerFor = time.Minute
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = ll.Accept() // refuses every connection until ln closes
+	}()
+	const over = 20
+	clients := make([]net.Conn, 0, maxLingeringRefusals+over)
+	for range maxLingeringRefusals + over {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	for deadline := time.Now().Add(10 * time.Second); counting.accepted.Load() < int64(len(clients)) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	ln.Close()
+	<-done
+	if n := counting.atOnce.Load(); n != over {
+		t.Fatalf("%d of %d refused connections closed at once, want the %d past the bound of %d lingering",
+			n, counting.accepted.Load(), over, maxLingeringRefusals)
+	}
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	ll.wait()
+	if n := ll.refusalsLingering.Load(); n != 0 {
+		t.Fatalf("%d refusals counted lingering after every client closed, want 0", n)
 	}
 }

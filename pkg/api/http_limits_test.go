@@ -206,9 +206,8 @@ func TestConnectionCap(t *testing.T) {
 	}
 	waitMetric(t, reg, "chatd_http_connections", 2)
 
-	// The refusal comes before any request is read, so it is read here
-	// without writing one (a request written into the closing socket could
-	// turn it into a reset), and it must be a documented answer to any call.
+	// A client that sends no request gets the refusal all the same, after
+	// the wait for one; it must be a documented answer to any call.
 	c, err := net.Dial("tcp", e.addr())
 	if err != nil {
 		t.Fatal(err)
@@ -290,4 +289,47 @@ func TestOversizedBodyIsAnswered413NotReset(t *testing.T) {
 	if resets > 0 {
 		t.Fatalf("%d of 40 posts of a 2 MB body got no answer, the last: %v; want the 413 every time", resets, last)
 	}
+}
+
+// A connection over MaxConnections gets its 503 even when its client sends
+// a request with a body: the refusal is written at accept and the socket
+// closed with the request unread, which the kernel answers with a reset
+// that makes the client drop the 503 it has not read yet.
+func TestRefusalOverCapIsAnsweredNotReset(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	e := mustEnv(t, func(c *api.Config) { c.HTTP.MaxConnections = 1; c.Registry = reg })
+	held, err := net.Dial("tcp", e.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	waitMetric(t, reg, "chatd_http_connections", 1)
+
+	body := []byte(`{"x":"` + strings.Repeat("a", 256<<10) + `"}`)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resets := 0
+	var last error
+	for range 40 {
+		req, err := http.NewRequest("POST", e.base+"/api/chats", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			resets++
+			last = err
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("got status %d, want 503", resp.StatusCode)
+		}
+	}
+	if resets > 0 {
+		t.Fatalf("%d of 40 posts over the connection cap got no answer, the last: %v; want the 503 every time", resets, last)
+	}
+	waitMetric(t, reg, "chatd_http_connections_refused_total", 40)
 }
