@@ -261,34 +261,9 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, name string, want float6
 func TestOversizedBodyIsAnswered413NotReset(t *testing.T) {
 	t.Parallel()
 	e := mustEnv(t)
-	tok := apitest.Token(t, testSecret, "alice", "")
-	body := []byte(`{"x":"` + strings.Repeat("a", 2<<20) + `"}`)
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	resets := 0
-	var last error
-	for range 40 {
-		req, err := http.NewRequest("POST", e.base+"/api/chats", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			resets++
-			last = err
-			continue
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
-			t.Fatalf("got status %d, want 413", resp.StatusCode)
-		}
-	}
-	if resets > 0 {
-		t.Fatalf("%d of 40 posts of a 2 MB body got no answer, the last: %v; want the 413 every time", resets, last)
-	}
+	postsAnswered(t, client, e.base+"/api/chats", apitest.Token(t, testSecret, "alice", ""), 2<<20, http.StatusRequestEntityTooLarge)
 }
 
 // A connection over MaxConnections gets its 503 even when its client sends
@@ -306,14 +281,26 @@ func TestRefusalOverCapIsAnsweredNotReset(t *testing.T) {
 	defer held.Close()
 	waitMetric(t, reg, "chatd_http_connections", 1)
 
-	body := []byte(`{"x":"` + strings.Repeat("a", 256<<10) + `"}`)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	postsAnswered(t, client, e.base+"/api/chats", "", 256<<10, http.StatusServiceUnavailable)
+	waitMetric(t, reg, "chatd_http_connections_refused_total", 40)
+}
+
+// postsAnswered posts a JSON body of about size bytes to url 40 times and
+// fails the test unless every post is answered with status want: a reset
+// in its place is the failure these tests are about.
+func postsAnswered(t *testing.T, client *http.Client, url, tok string, size, want int) {
+	t.Helper()
+	body := []byte(`{"x":"` + strings.Repeat("a", size) + `"}`)
 	resets := 0
 	var last error
 	for range 40 {
-		req, err := http.NewRequest("POST", e.base+"/api/chats", bytes.NewReader(body))
+		req, err := http.NewRequest("POST", url, bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
@@ -324,12 +311,11 @@ func TestRefusalOverCapIsAnsweredNotReset(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable {
-			t.Fatalf("got status %d, want 503", resp.StatusCode)
+		if resp.StatusCode != want {
+			t.Fatalf("got status %d, want %d", resp.StatusCode, want)
 		}
 	}
 	if resets > 0 {
-		t.Fatalf("%d of 40 posts over the connection cap got no answer, the last: %v; want the 503 every time", resets, last)
+		t.Fatalf("%d of 40 posts of %d bytes got no answer, the last: %v; want a %d every time", resets, len(body), last, want)
 	}
-	waitMetric(t, reg, "chatd_http_connections_refused_total", 40)
 }
