@@ -52,12 +52,17 @@ func newGateway(s *Server) *gateway {
 }
 
 // preUpgrade runs before the upgrade, so every refusal is a plain HTTP
-// answer: 426 for a non-WebSocket request, 503 (with Retry-After) while
+// answer: 426 for a non-WebSocket request (400 for a handshake the
+// library then refuses, in upgrade), 503 (with Retry-After) while
 // shutting down or while live delivery is not ready, 403 for
 // a foreign origin, 401 for a bad token (`?token=` or Authorization: Bearer).
 func (g *gateway) preUpgrade(c *fiber.Ctx) error {
 	if !websocket.FastHTTPIsWebSocketUpgrade(c.Context()) {
-		return writeError(c, fiber.StatusUpgradeRequired, wire.CodeInvalid, "websocket upgrade required")
+		// RFC 9110: a 426 names the protocol to upgrade to.
+		c.Set(fiber.HeaderUpgrade, "websocket")
+		c.Set(fiber.HeaderSecWebSocketVersion, "13")
+		return writeError(c, fiber.StatusUpgradeRequired, wire.CodeInvalid,
+			"websocket upgrade required: send GET /ws with Upgrade: websocket and Connection: Upgrade")
 	}
 	if g.closing() {
 		return writeError(c, fiber.StatusServiceUnavailable, wire.CodeUnavailable, "shutting down")
@@ -129,10 +134,15 @@ func (g *gateway) upgrade() fiber.Handler {
 			return writeError(c, fiber.StatusTooManyRequests, wire.CodeRateLimited,
 				"this user's last connection was closed for refused or invalid frames; reconnect after Retry-After")
 		}
-		markUpgraded(c.Context().Conn())
 		if err := up.Upgrade(c.Context(), func(conn *websocket.Conn) { g.serve(conn, id) }); err != nil {
-			return fiber.ErrUpgradeRequired
+			// The library refused the handshake (another version, no key)
+			// and set its status: answered with the document's error and,
+			// as RFC 6455 asks, the version this server speaks.
+			c.Set(fiber.HeaderSecWebSocketVersion, "13")
+			return writeError(c, c.Response().StatusCode(), wire.CodeInvalid, err.Error())
 		}
+		// The hijacked connection is served after this handler returns.
+		markUpgraded(c.Context().Conn())
 		return nil
 	}
 }
