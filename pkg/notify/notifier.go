@@ -215,7 +215,11 @@ func (s *state) take(msg jetstream.Msg) {
 		msg.Ack() //nolint:errcheck // a lost ack redelivers it, to be skipped again
 		return
 	}
-	h := &held{msg: msg, m: env.Message, seq: meta.Sequence.Stream}
+	since := s.n.cfg.Now()
+	if meta.Timestamp.Before(since) {
+		since = meta.Timestamp
+	}
+	h := &held{msg: msg, m: env.Message, seq: meta.Sequence.Stream, since: since}
 	if !s.ws.add(h, env.Recipients) {
 		msg.Ack() //nolint:errcheck // as above
 		return
@@ -260,10 +264,18 @@ func containsWindow(ws []*window, w *window) bool {
 	return false
 }
 
-// keepAlive tells JetStream the held messages are being worked on.
+// keepAlive, run every AckWait/3, tells JetStream that the messages held
+// at least that long are being worked on: a younger one is under two
+// thirds of its ack wait old at the next run, which tells it then if it is
+// still held. Most messages are decided within After of their window and
+// never need it; telling each of them every run was a burst of thousands
+// of acks at once on a busy node.
 func (s *state) keepAlive() {
+	cut := s.n.cfg.Now().Add(-s.n.cfg.AckWait / 3)
 	for _, h := range s.held {
-		h.msg.InProgress() //nolint:errcheck // a lost one costs a redelivery, which take folds in
+		if h.since.Before(cut) {
+			h.msg.InProgress() //nolint:errcheck // a lost one costs a redelivery, which take folds in
+		}
 	}
 }
 

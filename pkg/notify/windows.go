@@ -14,6 +14,10 @@ type held struct {
 	m    chatd.Message
 	seq  uint64 // in the delivery stream
 	refs int
+	// since is when the stream stored the message, or when it was taken if
+	// that is earlier (the server's clock may run ahead of ours): about
+	// when its ack wait began (state.keepAlive).
+	since time.Time
 }
 
 type key struct{ user, chat string }
