@@ -216,9 +216,8 @@ type limitedConn struct {
 const (
 	lingerFor   = 500 * time.Millisecond
 	lingerBytes = 4 << 20
-	// maxLingeringRefusals bounds the refused connections lingering at
-	// once: each holds a file descriptor beyond --max-connections for up
-	// to lingerFor.
+	// maxLingeringRefusals bounds the refused connections answered on a
+	// goroutine at once (refuse).
 	maxLingeringRefusals = 256
 )
 
