@@ -51,6 +51,15 @@ func AppendStrings(dst []byte, ss []string, escapeHTML bool) []byte {
 	return append(dst, ']')
 }
 
+// AppendStringMember appends member (`,"name":`) and s as a JSON string,
+// or nothing when s is empty: a string field with omitempty.
+func AppendStringMember(dst []byte, member, s string, escapeHTML bool) []byte {
+	if s == "" {
+		return dst
+	}
+	return AppendString(append(dst, member...), s, escapeHTML)
+}
+
 // AppendString appends s as a JSON string, as encoding/json writes it:
 // control characters, quote and backslash escaped; U+2028 and U+2029 too
 // (valid JSON, but line terminators to JavaScript's eval); invalid UTF-8

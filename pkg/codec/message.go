@@ -44,22 +44,13 @@ func appendMessage(dst []byte, m *chatd.Message, meta []byte, html bool) []byte 
 	dst = strconv.AppendInt(dst, m.Seq, 10)
 	dst = append(dst, `,"ts":`...)
 	dst = jsonfast.AppendTime(dst, m.TS)
-	if m.Kind != "" {
-		dst = append(dst, `,"kind":`...)
-		dst = jsonfast.AppendString(dst, string(m.Kind), html)
-	}
-	if m.Target != "" {
-		dst = append(dst, `,"target":`...)
-		dst = jsonfast.AppendString(dst, m.Target, html)
-	}
+	dst = jsonfast.AppendStringMember(dst, `,"kind":`, string(m.Kind), html)
+	dst = jsonfast.AppendStringMember(dst, `,"target":`, m.Target, html)
 	if len(meta) > 0 {
 		dst = append(dst, `,"meta":`...)
 		dst = append(dst, meta...)
 	}
-	if m.Emoji != "" {
-		dst = append(dst, `,"emoji":`...)
-		dst = jsonfast.AppendString(dst, m.Emoji, html)
-	}
+	dst = jsonfast.AppendStringMember(dst, `,"emoji":`, m.Emoji, html)
 	if m.On != nil {
 		dst = append(dst, `,"on":`...)
 		dst = strconv.AppendBool(dst, *m.On)

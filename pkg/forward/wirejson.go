@@ -42,12 +42,12 @@ func (s *send) appendJSON(dst []byte) ([]byte, error) {
 	dst = jsonfast.AppendString(dst, s.Chat, false)
 	dst = append(dst, `,"from":`...)
 	dst = jsonfast.AppendString(dst, s.From, false)
-	dst = appendStringField(dst, `,"device":`, s.Device)
+	dst = jsonfast.AppendStringMember(dst, `,"device":`, s.Device, false)
 	dst = append(dst, `,"cid":`...)
 	dst = jsonfast.AppendString(dst, s.CID, false)
-	dst = appendStringField(dst, `,"body":`, s.Body)
-	dst = appendStringField(dst, `,"kind":`, string(s.Kind))
-	dst = appendStringField(dst, `,"target":`, s.Target)
+	dst = jsonfast.AppendStringMember(dst, `,"body":`, s.Body, false)
+	dst = jsonfast.AppendStringMember(dst, `,"kind":`, string(s.Kind), false)
+	dst = jsonfast.AppendStringMember(dst, `,"target":`, s.Target, false)
 	if len(s.Meta) > 0 {
 		// As the client sent it, byte for byte, so it is stored as a send
 		// committed where it was made would be.
@@ -57,7 +57,7 @@ func (s *send) appendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, `,"meta":`...)
 		dst = append(dst, s.Meta...)
 	}
-	dst = appendStringField(dst, `,"emoji":`, s.Emoji)
+	dst = jsonfast.AppendStringMember(dst, `,"emoji":`, s.Emoji, false)
 	if s.On {
 		dst = append(dst, `,"on":true`...)
 	}
@@ -65,15 +65,6 @@ func (s *send) appendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, `,"system":true`...)
 	}
 	return append(dst, '}'), nil
-}
-
-// appendStringField appends key and v unless v is empty (omitempty).
-func appendStringField(dst []byte, key, v string) []byte {
-	if v == "" {
-		return dst
-	}
-	dst = append(dst, key...)
-	return jsonfast.AppendString(dst, v, false)
 }
 
 // decode reads data as json.Unmarshal would into a T: through field, the
@@ -167,7 +158,7 @@ func (o *outcome) appendJSON(dst []byte) []byte {
 		dst = codec.AppendMessage(dst, o.Message)
 		dst = append(dst, '}')
 	}
-	dst = appendStringField(dst, `,"device":`, o.Device)
+	dst = jsonfast.AppendStringMember(dst, `,"device":`, o.Device, false)
 	if o.OutboxID != 0 {
 		dst = append(dst, `,"outbox_id":`...)
 		dst = strconv.AppendInt(dst, o.OutboxID, 10)
@@ -179,8 +170,8 @@ func (o *outcome) appendJSON(dst []byte) []byte {
 	if o.Duplicate {
 		dst = append(dst, `,"duplicate":true`...)
 	}
-	dst = appendStringField(dst, `,"err_kind":`, o.ErrKind)
-	dst = appendStringField(dst, `,"err":`, o.Err)
+	dst = jsonfast.AppendStringMember(dst, `,"err_kind":`, o.ErrKind, false)
+	dst = jsonfast.AppendStringMember(dst, `,"err":`, o.Err, false)
 	if len(dst) > mark {
 		dst = append(dst[:mark], dst[mark+1:]...)
 	}
