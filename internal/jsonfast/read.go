@@ -235,25 +235,16 @@ func (p *Parser) Time(t *time.Time) bool {
 
 // Strings decodes an array of strings.
 func (p *Parser) Strings() ([]string, bool) {
-	if !p.Consume('[') {
+	out := make([]string, 0, 4)
+	ok := p.Array(func() bool {
+		s, ok := p.String()
+		out = append(out, s)
+		return ok
+	})
+	if !ok {
 		return nil, false
 	}
-	out := make([]string, 0, 4)
-	if p.Consume(']') {
-		return out, true
-	}
-	for {
-		p.Space()
-		s, ok := p.String()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, s)
-		if p.Consume(',') {
-			continue
-		}
-		return out, p.Consume(']')
-	}
+	return out, true
 }
 
 // Array calls elem for each element of the array that comes next, with the
