@@ -204,6 +204,8 @@ type receiver struct {
 	changed  chan struct{} // closed and replaced on every request
 	// conns counts the TCP connections the sender opened.
 	conns atomic.Int64
+	// delay holds every answer this long (nanoseconds), before the lock.
+	delay atomic.Int64
 }
 
 type delivery struct {
@@ -250,6 +252,7 @@ func (r *receiver) verify(req *http.Request, body []byte) error {
 
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
+	time.Sleep(time.Duration(r.delay.Load()))
 	r.mu.Lock()
 	defer func() {
 		close(r.changed)

@@ -27,7 +27,16 @@ type session struct {
 	// held are the stream messages taken and not yet acked, by stream
 	// sequence: the latest delivery of each, so that acks and keep-alives
 	// go to the delivery JetStream knows of.
-	held map[uint64]jetstream.Msg
+	held map[uint64]heldMsg
+}
+
+// heldMsg is a delivery the session holds, and about when its ack wait
+// began: when the stream stored it, or when it was taken if that is
+// earlier (the server's clock may run ahead of ours). Earlier is safe: it
+// only makes keepAlive tell it sooner.
+type heldMsg struct {
+	msg   jetstream.Msg
+	since time.Time
 }
 
 // item is an event on its way to the endpoint: its stream sequence, what
@@ -43,7 +52,7 @@ type item struct {
 }
 
 func newSession(ctx context.Context, h *hook, cons jetstream.Consumer) *session {
-	s := &session{h: h, cons: cons, held: map[uint64]jetstream.Msg{}, queue: newQueue(h.cfg.Workers * queuedPerWorker)}
+	s := &session{h: h, cons: cons, held: map[uint64]heldMsg{}, queue: newQueue(h.cfg.Workers * queuedPerWorker)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	// A connection per worker: each posts one event at a time.
 	s.client = newClient(s.ctx, h.cfg, h.ep.URL, h.cfg.Workers)
@@ -71,8 +80,8 @@ func (s *session) stop() {
 	s.client.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for seq, m := range s.held {
-		m.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
+	for seq, h := range s.held {
+		h.msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 		delete(s.held, seq)
 	}
 	// The naks (and the workers' last acks) are only buffered: a node that
@@ -110,15 +119,11 @@ func (s *session) catchUp(it jetstream.MessagesContext, info *jetstream.Consumer
 		if err != nil {
 			continue
 		}
-		seq, ok := s.seqOf(msg)
+		seq, first, ok := s.hold(msg) // kept alive by keepAlive while gathering
 		if !ok {
 			continue
 		}
-		s.mu.Lock()
-		_, dup := s.held[seq]
-		s.held[seq] = msg // kept alive by keepAlive while gathering
-		s.mu.Unlock()
-		if !dup {
+		if first {
 			seqs = append(seqs, seq)
 		}
 		if seq <= upto {
@@ -128,9 +133,9 @@ func (s *session) catchUp(it jetstream.MessagesContext, info *jetstream.Consumer
 	slices.Sort(seqs)
 	for _, seq := range seqs {
 		s.mu.Lock()
-		msg := s.held[seq]
+		h := s.held[seq]
 		s.mu.Unlock()
-		s.route(seq, msg)
+		s.route(seq, h.msg)
 	}
 	return true
 }
@@ -138,30 +143,31 @@ func (s *session) catchUp(it jetstream.MessagesContext, info *jetstream.Consumer
 // dispatch routes one stream message to its chat in the queue. A full
 // queue blocks the consume: back-pressure within MaxAckPending.
 func (s *session) dispatch(msg jetstream.Msg) {
-	seq, ok := s.seqOf(msg)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	_, dup := s.held[seq]
-	// A redelivery of an event the queue holds (its keep-alive came late)
-	// replaces it: acks go to the newest delivery, which the worker acks.
-	s.held[seq] = msg
-	s.mu.Unlock()
-	if !dup {
+	if seq, first, ok := s.hold(msg); ok && first {
 		s.route(seq, msg)
 	}
 }
 
-// seqOf is msg's stream sequence; a message without one is dropped.
-func (s *session) seqOf(msg jetstream.Msg) (uint64, bool) {
+// hold records msg as held by its stream sequence, reporting whether it
+// is the first delivery held of that event. A redelivery of an event the
+// session holds (its keep-alive came late) replaces it: acks go to the
+// newest delivery. A message without metadata is dropped (ok false).
+func (s *session) hold(msg jetstream.Msg) (seq uint64, first, ok bool) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		s.h.sampled.Warn("webhook: a stream message without metadata; dropped", "err", err)
 		msg.Term() //nolint:errcheck // nothing to deliver either way
-		return 0, false
+		return 0, false, false
 	}
-	return meta.Sequence.Stream, true
+	seq, since := meta.Sequence.Stream, time.Now()
+	if meta.Timestamp.Before(since) {
+		since = meta.Timestamp
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, dup := s.held[seq]
+	s.held[seq] = heldMsg{msg: msg, since: since}
+	return seq, !dup, true
 }
 
 // route decodes a held message and queues it behind its chat's earlier
@@ -208,33 +214,36 @@ func (s *session) work() {
 // drop terminates a held message that can never be delivered.
 func (s *session) drop(seq uint64) {
 	s.mu.Lock()
-	msg := s.held[seq]
+	h, ok := s.held[seq]
 	delete(s.held, seq)
 	s.mu.Unlock()
-	if msg != nil {
-		msg.Term() //nolint:errcheck // nothing to deliver either way
+	if ok {
+		h.msg.Term() //nolint:errcheck // nothing to deliver either way
 	}
 }
 
 // release acks a finished event, or naks one given back on stop.
 func (s *session) release(seq uint64, done bool) {
 	s.mu.Lock()
-	msg := s.held[seq]
+	h, ok := s.held[seq]
 	delete(s.held, seq)
 	s.mu.Unlock()
-	if msg == nil {
+	if !ok {
 		return
 	}
 	if done {
-		msg.Ack() //nolint:errcheck // a lost ack redelivers it: a duplicate with the same webhook-id
+		h.msg.Ack() //nolint:errcheck // a lost ack redelivers it: a duplicate with the same webhook-id
 	} else {
-		msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
+		h.msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
 	}
 }
 
-// keepAlive tells JetStream the held events are being worked on, so their
-// ack wait does not run out while its chat retries an earlier one, and
-// reports the endpoint's lag.
+// keepAlive tells JetStream the events held a third of the ack wait are
+// being worked on, so their ack wait does not run out while its chat
+// retries an earlier one, and reports the endpoint's lag. A younger one is
+// under two thirds of its ack wait old at the next tick, which tells it
+// then if it is still held; telling every held event at every tick was a
+// burst of acks for events about to be delivered anyway.
 func (s *session) keepAlive() {
 	t := time.NewTicker(max(s.h.cfg.AckWait/3, 10*time.Millisecond))
 	defer t.Stop()
@@ -245,9 +254,12 @@ func (s *session) keepAlive() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+			cut := time.Now().Add(-s.h.cfg.AckWait / 3)
 			s.mu.Lock()
-			for _, m := range s.held {
-				m.InProgress() //nolint:errcheck // a lost one may cost a redelivery, which dispatch folds in
+			for _, h := range s.held {
+				if h.since.Before(cut) {
+					h.msg.InProgress() //nolint:errcheck // a lost one may cost a redelivery, which dispatch folds in
+				}
 			}
 			s.mu.Unlock()
 		case <-lag.C:
