@@ -19,7 +19,7 @@ const internalSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 func testHook(url string, timeout time.Duration) *hook {
 	key, _ := ParseSecret(internalSecret)
-	return &hook{cfg: &Config{Timeout: timeout, Workers: 1, Now: time.Now}, ep: Endpoint{URL: url, Secret: internalSecret}, key: key}
+	return &hook{cfg: &Config{Timeout: timeout, Workers: 1, Now: time.Now}, ep: Endpoint{URL: url, Secret: internalSecret}, signer: NewSigner(key)}
 }
 
 // mustSilent is an endpoint that takes connections and requests and never

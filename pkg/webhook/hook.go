@@ -16,15 +16,15 @@ import (
 
 // hook is one endpoint: its election, its consumer and its workers.
 type hook struct {
-	d     *Deliverer
-	cfg   *Config
-	ep    Endpoint
-	src   source
-	name  string
-	key   []byte
-	kinds map[chatd.EventKind]bool // nil: every kind
-	chats map[string]bool          // nil: every chat
-	log   *slog.Logger
+	d      *Deliverer
+	cfg    *Config
+	ep     Endpoint
+	src    source
+	name   string
+	signer *Signer
+	kinds  map[chatd.EventKind]bool // nil: every kind
+	chats  map[string]bool          // nil: every chat
+	log    *slog.Logger
 	// sampled keeps a failing endpoint from writing a line per attempt.
 	sampled *logsample.Sampler
 	m       hookMetrics
@@ -39,7 +39,7 @@ func newHook(d *Deliverer, e Endpoint, src source) *hook {
 	key, _ := ParseSecret(e.Secret) // checked by Config.setDefaults
 	name := ConsumerName(e.URL) + src.suffix
 	log := d.log.With("endpoint", name, "url", redact(e.URL))
-	h := &hook{d: d, cfg: &d.cfg, ep: e, src: src, name: name, key: key, log: log, sampled: logsample.New(log, logsample.Config{}),
+	h := &hook{d: d, cfg: &d.cfg, ep: e, src: src, name: name, signer: NewSigner(key), log: log, sampled: logsample.New(log, logsample.Config{}),
 		m: hookMetrics{
 			delivered: d.metrics.delivered.WithLabelValues(name), failed: d.metrics.failed.WithLabelValues(name),
 			deadLettered: d.metrics.deadLettered.WithLabelValues(name), lag: d.metrics.lag.WithLabelValues(name),

@@ -115,9 +115,11 @@ func (h *hook) post(c *client, id string, body []byte) result {
 	req.Header.SetContentType("application/json")
 	req.Header.SetUserAgent("chatd-webhook")
 	ts := h.cfg.Now().Unix()
+	var tsBuf [20]byte
+	var sig [64]byte // "v1," and 44 of base64
 	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", Sign(h.key, id, ts, body))
+	req.Header.SetBytesV("webhook-timestamp", strconv.AppendInt(tsBuf[:0], ts, 10))
+	req.Header.SetBytesV("webhook-signature", h.signer.AppendSignature(sig[:0], id, ts, body))
 	req.SetBodyRaw(body)
 	if err := c.do(req, resp, h.cfg.Timeout); err != nil {
 		return result{err: fmt.Errorf("post: %w", err)}

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 )
@@ -59,9 +61,26 @@ func TestSignMatchesTheSpecification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
-	const want = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-	if got != want {
+	const id, ts, want = "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	body := []byte(`{"test": 2432232314}`)
+	if got := Sign(key, id, ts, body); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
+	// An endpoint's Signer reuses its HMAC state: signed again, between
+	// other events and from several workers at once, it still gives the
+	// specification's value.
+	s := NewSigner(key)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				s.AppendSignature(nil, fmt.Sprint("msg_", w, i), ts+int64(i), []byte(`{"other": true}`))
+				if got := string(s.AppendSignature([]byte("x"), id, ts, body)); got != "x"+want {
+					t.Errorf("worker %d, round %d: got %s, want x%s", w, i, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
