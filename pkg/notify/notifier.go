@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -202,7 +203,7 @@ func (s *state) take(msg jetstream.Msg) {
 		return
 	}
 	if h := s.held[meta.Sequence.Stream]; h != nil {
-		h.msg = msg // redelivered while held: acks go to the newest delivery
+		h.reply = msg.Reply() // redelivered while held: acks go to the newest delivery
 		return
 	}
 	env, err := codec.DecodeEnvelope(msg.Data())
@@ -219,7 +220,7 @@ func (s *state) take(msg jetstream.Msg) {
 	if meta.Timestamp.Before(since) {
 		since = meta.Timestamp
 	}
-	h := &held{msg: msg, m: env.Message, seq: meta.Sequence.Stream, since: since}
+	h := &held{reply: msg.Reply(), m: s.n.kept(&env.Message), seq: meta.Sequence.Stream, since: since}
 	if !s.ws.add(h, env.Recipients) {
 		msg.Ack() //nolint:errcheck // as above
 		return
@@ -248,7 +249,7 @@ func (s *state) decide(ctx context.Context) {
 			continue
 		}
 		for _, h := range w.done() {
-			h.msg.Ack() //nolint:errcheck // a lost ack redelivers it: the same notification id, dropped as a duplicate
+			s.ack(h, ackDone) // a lost ack redelivers it: the same notification id, dropped as a duplicate
 			delete(s.held, h.seq)
 		}
 	}
@@ -274,15 +275,43 @@ func (s *state) keepAlive() {
 	cut := s.n.cfg.Now().Add(-s.n.cfg.AckWait / 3)
 	for _, h := range s.held {
 		if h.since.Before(cut) {
-			h.msg.InProgress() //nolint:errcheck // a lost one costs a redelivery, which take folds in
+			s.ack(h, ackProgress) // a lost one costs a redelivery, which take folds in
 		}
 	}
+}
+
+// JetStream's acknowledgements, published to a delivery's reply subject
+// as jetstream.Msg's Ack, InProgress and Nak publish them.
+var (
+	ackDone     = []byte("+ACK")
+	ackProgress = []byte("+WPI")
+	ackNak      = []byte("-NAK")
+)
+
+// ack sends h's newest delivery an acknowledgement. A lost one costs a
+// redelivery at worst, which take folds into what it holds.
+func (s *state) ack(h *held, token []byte) {
+	if h.reply == "" {
+		return
+	}
+	if nc := s.n.cfg.JS.Conn(); nc != nil {
+		nc.Publish(h.reply, token) //nolint:errcheck // as above
+	}
+}
+
+// kept is what of m a held message keeps (held.m).
+func (n *Notifier) kept(m *chatd.Message) chatd.Message {
+	k := chatd.Message{ID: m.ID, Chat: m.Chat, From: m.From, Seq: m.Seq, TS: m.TS}
+	if n.cfg.Preview == PreviewText {
+		k.Body = strings.Clone(preview(m.Body))
+	}
+	return k
 }
 
 // giveBack returns the held messages to the stream for the next notifier.
 func (s *state) giveBack() {
 	for _, h := range s.held {
-		h.msg.Nak() //nolint:errcheck // a lost nak redelivers it after the ack wait
+		s.ack(h, ackNak) // a lost nak redelivers it after the ack wait
 	}
 	s.n.m.held.Set(0)
 	if nc := s.n.cfg.JS.Conn(); nc != nil && nc.IsConnected() {
@@ -369,7 +398,7 @@ func (n *Notifier) notification(w *window, count int, newest *held) chatd.Notifi
 	}
 	switch n.cfg.Preview {
 	case PreviewText:
-		nt.Text = preview(newest.m.Body)
+		nt.Text = newest.m.Body // cut to the preview when taken
 		fallthrough
 	case PreviewSender:
 		nt.Sender = newest.m.From

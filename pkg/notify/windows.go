@@ -4,13 +4,18 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // held is a delivery-stream message the notifier has taken: acked once
-// every window it is in has been decided.
+// every window it is in has been decided. It keeps only what deciding and
+// a notification need, not the delivery: thousands are held for seconds,
+// and a delivery keeps its data and parsed headers alive, which the
+// collector marks at every cycle.
 type held struct {
-	msg  jetstream.Msg // nil in tests
+	// reply is the newest delivery's ack subject (empty in tests).
+	reply string
+	// m has only ID, Chat, From, Seq, TS and, when the preview shows
+	// text, Body already cut to the preview.
 	m    chatd.Message
 	seq  uint64 // in the delivery stream
 	refs int
