@@ -24,16 +24,7 @@ import (
 // Its acknowledgements still reach JetStream through the delivery's reply
 // subject.
 func TestHeldMessagesKeepNotTheirDelivery(t *testing.T) {
-	ns := testnats.Start(t)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "held", Subjects: []string{"held.>"}}); err != nil {
