@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/elect"
+	"github.com/chatd/chatd/internal/heldack"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/pkg/codec"
 	"github.com/nats-io/nats.go"
@@ -144,7 +145,7 @@ func (n *Notifier) consume(ctx context.Context) error {
 	}()
 	tick := time.NewTicker(max(min(n.cfg.After/4, 250*time.Millisecond), 10*time.Millisecond))
 	defer tick.Stop()
-	alive := time.NewTicker(n.cfg.AckWait / 3)
+	alive := time.NewTicker(heldack.Every(n.cfg.AckWait))
 	defer alive.Stop()
 	for {
 		select {
@@ -216,11 +217,8 @@ func (s *state) take(msg jetstream.Msg) {
 		msg.Ack() //nolint:errcheck // a lost ack redelivers it, to be skipped again
 		return
 	}
-	since := s.n.cfg.Now()
-	if meta.Timestamp.Before(since) {
-		since = meta.Timestamp
-	}
-	h := &held{reply: msg.Reply(), m: s.n.kept(&env.Message), seq: meta.Sequence.Stream, since: since}
+	h := &held{reply: msg.Reply(), m: s.n.kept(&env.Message), seq: meta.Sequence.Stream,
+		since: heldack.Since(meta.Timestamp, s.n.cfg.Now())}
 	if !s.ws.add(h, env.Recipients) {
 		msg.Ack() //nolint:errcheck // as above
 		return
@@ -265,16 +263,13 @@ func containsWindow(ws []*window, w *window) bool {
 	return false
 }
 
-// keepAlive, run every AckWait/3, tells JetStream that the messages held
-// at least that long are being worked on: a younger one is under two
-// thirds of its ack wait old at the next run, which tells it then if it is
-// still held. Most messages are decided within After of their window and
-// never need it; telling each of them every run was a burst of thousands
-// of acks at once on a busy node.
+// keepAlive tells JetStream that the messages held long enough (heldack)
+// are being worked on. Most messages are decided within After of their
+// window and never need it.
 func (s *state) keepAlive() {
-	cut := s.n.cfg.Now().Add(-s.n.cfg.AckWait / 3)
+	now := s.n.cfg.Now()
 	for _, h := range s.held {
-		if h.since.Before(cut) {
+		if heldack.Due(h.since, now, s.n.cfg.AckWait) {
 			s.ack(h, ackProgress) // a lost one costs a redelivery, which take folds in
 		}
 	}

@@ -19,9 +19,7 @@ type held struct {
 	m    chatd.Message
 	seq  uint64 // in the delivery stream
 	refs int
-	// since is when the stream stored the message, or when it was taken if
-	// that is earlier (the server's clock may run ahead of ours): about
-	// when its ack wait began (state.keepAlive).
+	// since is about when its ack wait began (heldack.Since).
 	since time.Time
 }
 

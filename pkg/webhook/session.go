@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/heldack"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,9 +32,7 @@ type session struct {
 }
 
 // heldMsg is a delivery the session holds, and about when its ack wait
-// began: when the stream stored it, or when it was taken if that is
-// earlier (the server's clock may run ahead of ours). Earlier is safe: it
-// only makes keepAlive tell it sooner.
+// began (heldack.Since).
 type heldMsg struct {
 	msg   jetstream.Msg
 	since time.Time
@@ -159,14 +158,11 @@ func (s *session) hold(msg jetstream.Msg) (seq uint64, first, ok bool) {
 		msg.Term() //nolint:errcheck // nothing to deliver either way
 		return 0, false, false
 	}
-	seq, since := meta.Sequence.Stream, time.Now()
-	if meta.Timestamp.Before(since) {
-		since = meta.Timestamp
-	}
+	seq = meta.Sequence.Stream
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, dup := s.held[seq]
-	s.held[seq] = heldMsg{msg: msg, since: since}
+	s.held[seq] = heldMsg{msg: msg, since: heldack.Since(meta.Timestamp, time.Now())}
 	return seq, !dup, true
 }
 
@@ -238,14 +234,11 @@ func (s *session) release(seq uint64, done bool) {
 	}
 }
 
-// keepAlive tells JetStream the events held a third of the ack wait are
+// keepAlive tells JetStream the events held long enough (heldack) are
 // being worked on, so their ack wait does not run out while its chat
-// retries an earlier one, and reports the endpoint's lag. A younger one is
-// under two thirds of its ack wait old at the next tick, which tells it
-// then if it is still held; telling every held event at every tick was a
-// burst of acks for events about to be delivered anyway.
+// retries an earlier one, and reports the endpoint's lag.
 func (s *session) keepAlive() {
-	t := time.NewTicker(max(s.h.cfg.AckWait/3, 10*time.Millisecond))
+	t := time.NewTicker(heldack.Every(s.h.cfg.AckWait))
 	defer t.Stop()
 	lag := time.NewTicker(5 * time.Second)
 	defer lag.Stop()
@@ -254,10 +247,10 @@ func (s *session) keepAlive() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			cut := time.Now().Add(-s.h.cfg.AckWait / 3)
+			now := time.Now()
 			s.mu.Lock()
 			for _, h := range s.held {
-				if h.since.Before(cut) {
+				if heldack.Due(h.since, now, s.h.cfg.AckWait) {
 					h.msg.InProgress() //nolint:errcheck // a lost one may cost a redelivery, which dispatch folds in
 				}
 			}
