@@ -35,9 +35,9 @@ var allowedImports = map[string][]string{
 	"pkg/client":  {"", "pkg/wire", "internal/idle"},
 	"pkg/node":    {"", "embedded", "pkg/api", "pkg/ingest", "pkg/forward", "pkg/push", "pkg/reclaim", "pkg/store", "pkg/stream", "pkg/signal", "pkg/webhook", "pkg/notify", "pkg/changes", "web"},
 	// Webhook delivery from the stream; the store only through its own interface.
-	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect", "internal/jsonfast"},
+	"pkg/webhook": {"", "pkg/codec", "internal/logsample", "internal/elect", "internal/jsonfast", "internal/heldack"},
 	// Offline notifications from the stream, published for the webhooks; the store through its own interface.
-	"pkg/notify": {"", "pkg/codec", "internal/logsample", "internal/elect"},
+	"pkg/notify": {"", "pkg/codec", "internal/logsample", "internal/elect", "internal/heldack"},
 	// Chat changes from PostgreSQL into their stream, for the webhooks; the store through its own interface.
 	"pkg/changes": {"", "internal/logsample", "internal/elect"},
 	// cmd/chatd binds flags into the components' configs, with their defaults.
@@ -61,6 +61,8 @@ var allowedImports = map[string][]string{
 	"internal/rusage": {},
 	// One node of many runs a task, by a lock; imports nothing of ours.
 	"internal/elect": {},
+	// Which held JetStream deliveries a keep-alive tells; imports nothing of ours.
+	"internal/heldack": {},
 	// A floor under the Go collector's heap goal; imports nothing of ours.
 	"internal/gcfloor": {},
 
