@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testpg"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/node"
@@ -50,16 +49,7 @@ func TestNotifierKeepsAliveOnlyWhatItHoldsLong(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer nc.Close()
-			var inProgress atomic.Int64
-			sub, err := nc.Subscribe("$JS.ACK.>", func(m *nats.Msg) {
-				if strings.Contains(m.Subject, "."+notify.ConsumerName+".") && string(m.Data) == "+WPI" {
-					inProgress.Add(1)
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Unsubscribe()
+			inProgress := testnats.InProgressAcks(t, nc, notify.ConsumerName)
 			n := nodetest.Run(t, node.Config{DatabaseURL: testpg.NewDatabase(t), NATSURL: ns.ClientURL(), JWTSecret: opsSecret, NodeID: "keepalive",
 				Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: url, Secret: testWhsec, Kinds: []chatd.EventKind{chatd.EventNotify}}}},
 				Notify:  notify.Config{After: tt.after, AckWait: tt.ackWait}})
@@ -87,10 +77,7 @@ func TestNotifierKeepsAliveOnlyWhatItHoldsLong(t *testing.T) {
 				}
 				return count >= 50
 			})
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			switch got := inProgress.Load(); {
+			switch got := inProgress(); {
 			case tt.wantKeptAlive && got == 0:
 				t.Fatalf("no in-progress ack from the notifier for messages held %v, past the ack wait of %v", tt.after, tt.ackWait)
 			case !tt.wantKeptAlive && got > 0:

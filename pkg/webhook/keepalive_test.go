@@ -2,13 +2,11 @@ package webhook_test
 
 import (
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/pkg/webhook"
-	"github.com/nats-io/nats.go"
 )
 
 // The deliverer tells JetStream it is still working on an event (an
@@ -40,20 +38,7 @@ func TestKeepAliveOnlyForEventsHeldLong(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer nc.Close()
-			consumer := "." + webhook.ConsumerName(ep.URL) + "."
-			var inProgress atomic.Int64
-			sub, err := nc.Subscribe("$JS.ACK.>", func(m *nats.Msg) {
-				if strings.Contains(m.Subject, consumer) && string(m.Data) == "+WPI" {
-					inProgress.Add(1)
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Unsubscribe() //nolint:errcheck // the connection closes next
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			inProgress := testnats.InProgressAcks(t, nc, webhook.ConsumerName(ep.URL))
 			if tt.outage {
 				rc.setMode("drop")
 			} else {
@@ -72,10 +57,7 @@ func TestKeepAliveOnlyForEventsHeldLong(t *testing.T) {
 			rc.setMode("ok")
 			rc.waitUntil(t, "every event", func(r *receiver) bool { return r.distinct() == 40 })
 			rc.checkOrder(t, want)
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			switch got := inProgress.Load(); {
+			switch got := inProgress(); {
 			case tt.wantKeptAlive && got == 0:
 				t.Fatalf("no in-progress ack for events held past the ack wait of %v", tt.ackWait)
 			case !tt.wantKeptAlive && got > 0:
