@@ -33,6 +33,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // Forwarder as its ingest's committer, and what its ingest's OnCommit saw.
 type node struct {
 	st   *store.Store
+	nc   *nats.Conn
 	fw   *forward.Forwarder
 	in   *ingest.Ingest
 	reg  *prometheus.Registry
@@ -54,7 +55,7 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	n := &node{st: st, reg: prometheus.NewRegistry()}
+	n := &node{st: st, nc: nc, reg: prometheus.NewRegistry()}
 	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, NodeID: id, Timeout: timeout, Logger: quiet, Registerer: n.reg})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,17 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 }
 
 func (n *node) batches(path string) float64 { return n.fw.Batches(path) }
+
+// lead makes n the leading node and waits until the server has its
+// subscription: Lead only queues it on the connection, and a batch sent
+// before it arrives finds no responder and is committed by its own node.
+func (n *node) lead(t *testing.T) {
+	t.Helper()
+	n.fw.Lead(true)
+	if err := n.nc.Flush(); err != nil {
+		t.Fatalf("flush the leading node's subscription: %v", err)
+	}
+}
 
 // accepted is n's chatd_ingest_accepted_total.
 func (n *node) accepted(t *testing.T) float64 {
@@ -129,7 +141,7 @@ func twoNodes(t *testing.T, timeout time.Duration) (leader, follower *node, chat
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader.fw.Lead(true)
+	leader.lead(t)
 	return leader, follower, c.ID
 }
 
@@ -221,7 +233,7 @@ func TestCommitsHereWhenNoNodeTakesTheBatch(t *testing.T) {
 
 	// The leading node's ingest has stopped (it shuts down) while it still
 	// takes batches: its sends are refused as closed, and committed here.
-	leader.fw.Lead(true)
+	leader.lead(t)
 	leader.stop()
 	for i, r := range sendAll(t, follower.in, chat, "b", 10) {
 		if r.Err != nil || r.Message.Seq != int64(11+i) {
@@ -302,7 +314,7 @@ func TestOwnBatchIsDeclined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taker.fw.Lead(true)
+	taker.lead(t)
 	for i, r := range sendAll(t, sender.in, c.ID, "o", 5) {
 		if r.Err != nil || r.Message.Seq != int64(i+1) {
 			t.Fatalf("send %d: %+v", i, r)
@@ -354,7 +366,7 @@ func TestUnreadableBatchIsDeclined(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	ns := testnats.Start(t)
 	leader := newNode(t, dsn, ns, "n1", time.Hour)
-	leader.fw.Lead(true)
+	leader.lead(t)
 	nc, err := ns.Connect()
 	if err != nil {
 		t.Fatal(err)
