@@ -112,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	// the socket when the handler returns.
 	s.app.Server().KeepHijackedConns = true
 	s.routes()
+	s.answerUnknownMethods()
 	return s, nil
 }
 
