@@ -61,12 +61,15 @@ func (g group) String() string {
 // --help prints short (one line, plain words); the tables in README.md and
 // docs/architecture.md print long (Markdown, the whole story; short when
 // empty). unset, when set, is what the flag's zero or empty default means
-// ("keep forever"), shown in place of the bare value.
+// ("keep forever"), shown in place of the bare value. negative, when set,
+// is what a negative number means ("settling off"); without it a negative
+// count, size or duration is refused (checkNotNegative).
 type doc struct {
-	group group
-	short string
-	long  string
-	unset string
+	group    group
+	short    string
+	long     string
+	unset    string
+	negative string
 }
 
 // flagSpec is one declared flag: its name, environment variable ("" for

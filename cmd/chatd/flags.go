@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -173,4 +174,52 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkNotNegative refuses a negative count, size or duration in any flag
+// fs took, wherever its value came from (command line, environment or
+// config file): the components read zero and below as "the default", so a
+// mistyped sign would otherwise pass unnoticed. A flag whose doc gives
+// negative a meaning is left alone.
+func (e *envFlags) checkNotNegative(fs *flag.FlagSet) error {
+	var refused []string
+	for _, spec := range e.specs {
+		fl := fs.Lookup(spec.name)
+		if fl == nil || spec.negative != "" {
+			continue
+		}
+		g, ok := fl.Value.(flag.Getter)
+		if !ok {
+			continue
+		}
+		var unit string
+		switch v := g.Get().(type) {
+		case int:
+			if v >= 0 {
+				continue
+			}
+			unit = "a whole number"
+		case int64:
+			if v >= 0 {
+				continue
+			}
+			unit = "a whole number"
+		case time.Duration:
+			if v >= 0 {
+				continue
+			}
+			unit = "a duration"
+		default:
+			continue
+		}
+		name := "--" + spec.name
+		if spec.env != "" {
+			name += " (" + spec.env + ")"
+		}
+		refused = append(refused, fmt.Sprintf("%s: %s is negative; give %s of 0 or more (unset: %s)", name, fl.Value, unit, spec.defaultText()))
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(refused, "; "))
 }

@@ -123,19 +123,11 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	}
 	log := newLogger(&s)
 	s.node.Logger = log
-	if err := applyMaxProcs(s.maxProcs); err != nil {
-		return err
-	}
-	floor, err := heapFloor(s.heapFloor, log)
-	if err != nil {
-		return err
-	}
+	applyMaxProcs(s.maxProcs)
+	floor := heapFloor(s.heapFloor, log)
 	nofile, err := raiseFileLimit(log)
 	if err != nil {
 		return err
-	}
-	if s.node.API.HTTP.MaxConnections < 0 {
-		return fmt.Errorf("--max-connections %d: want 0 (from the open-file limit) or a number", s.node.API.HTTP.MaxConnections)
 	}
 	s.node.API.HTTP.MaxConnections = maxConnections(s.node.API.HTTP.MaxConnections, nofile)
 	if uint64(s.node.API.HTTP.MaxConnections)+fileReserve > nofile {
@@ -168,27 +160,21 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 }
 
 // applyMaxProcs sets GOMAXPROCS from --max-procs; 0 leaves Go's choice.
-func applyMaxProcs(n int) error {
-	if n < 0 {
-		return fmt.Errorf("--max-procs %d: want 0 (Go's choice) or a number of CPUs", n)
-	}
+func applyMaxProcs(n int) {
 	if n > 0 {
 		runtime.GOMAXPROCS(n)
 	}
-	return nil
 }
 
-// heapFloor checks --heap-floor-bytes and returns the floor to keep: none when
-// the GOGC variable is set, since whoever set it chose the collector's pace.
-func heapFloor(floor int64, log *slog.Logger) (uint64, error) {
-	if floor < 0 {
-		return 0, fmt.Errorf("--heap-floor-bytes %d: want 0 (off) or a number of bytes", floor)
-	}
+// heapFloor returns the floor to keep from --heap-floor-bytes (never
+// negative: checkNotNegative refused that): none when the GOGC variable is
+// set, since whoever set it chose the collector's pace.
+func heapFloor(floor int64, log *slog.Logger) uint64 {
 	if floor > 0 && os.Getenv("GOGC") != "" {
 		log.Info("GOGC is set, so --heap-floor-bytes is ignored", "gogc", os.Getenv("GOGC"))
-		return 0, nil
+		return 0
 	}
-	return uint64(floor), nil
+	return uint64(floor)
 }
 
 // keepHeapFloor runs gcfloor until ctx ends or the returned stop is
