@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,10 +21,16 @@ func (s *Server) storeCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 // decodeBody decodes a JSON request body into v; any failure is ErrInvalid.
 // A body that is not UTF-8 is refused, naming the field that is not:
 // encoding/json would replace the bytes with U+FFFD and store altered text.
+// A body that is not an object is refused too: encoding/json reads `null`
+// into a struct as nothing at all, which would make it a request with
+// every field absent.
 func decodeBody(c *fiber.Ctx, v any) error {
 	body := c.Body()
 	if !utf8.Valid(body) {
 		return fmt.Errorf("%s is not valid UTF-8: send text encoded as UTF-8: %w", notUTF8Field(body), chatd.ErrInvalid)
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return fmt.Errorf("request body must be a JSON object: %w", chatd.ErrInvalid)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("request body: %w", chatd.ErrInvalid)
