@@ -57,6 +57,10 @@ func TestAdminWebhookDeadLetters(t *testing.T) {
 		t.Fatalf("last page: got %v, want dead letter 3 with its payload as JSON and next 0", page)
 	}
 	e.wantError(t, 400, "invalid", "root", "GET", "/api/admin/webhooks/failed?limit=0", nil)
+	// A parameter given empty is the same as one left out, as the document says.
+	if page := e.mustCall(t, 200, "root", "GET", "/api/admin/webhooks/failed?after=&limit=", nil); len(page["failed"].([]any)) != 3 {
+		t.Fatalf("?after=&limit=: got %v, want the first page of all three", page)
+	}
 
 	e.mustCall(t, 204, "root", "POST", "/api/admin/webhooks/failed/1/replay", nil)
 	e.wantError(t, 502, "unavailable", "root", "POST", "/api/admin/webhooks/failed/2/replay", nil)
