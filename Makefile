@@ -13,7 +13,7 @@ FUZZTIME  ?= 50000x
 # count for the same reason.
 FUZZMINTIME ?= 2000x
 
-.PHONY: run build test test-web lint lint-openapi deps deps-web fuzz bench clean cluster cluster-down check-deploy
+.PHONY: run build test test-web lint lint-openapi check-prism deps deps-web fuzz bench clean cluster cluster-down check-deploy
 
 ## deps: install what chatd and its tests need (PostgreSQL's server binaries)
 deps:
@@ -56,6 +56,12 @@ lint-openapi: deps-web
 	@scripts/ensure-openapi-lint.sh
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml pkg/api/openapi.yaml
 
+## check-prism: Stoplight Prism (pinned in scripts/openapi/prism) as a validating
+## proxy before a real chatd: each call of scripts/prism-check.sh must be answered
+## as pkg/api/openapi.yaml says (an outside check of the document, beside kin-openapi's)
+check-prism: deps-web build
+	@scripts/prism-check.sh
+
 ## test: lint, the deploy/ checks, then every test with the race detector, a short
 ## fuzz run, and the web tests (SDK against a real chatd, the demo in headless Chromium);
 ## each step says when it starts, every minute while it runs, and how long it took
@@ -64,6 +70,7 @@ test:
 	@scripts/step.sh "PostgreSQL's server binaries" $(MAKE) --no-print-directory deps
 	@scripts/step.sh "lint: gofmt, go vet, staticcheck" $(MAKE) --no-print-directory lint
 	@scripts/step.sh "lint the OpenAPI document: Redocly CLI" $(MAKE) --no-print-directory lint-openapi
+	@scripts/step.sh "the OpenAPI document against chatd: Prism proxy" $(MAKE) --no-print-directory check-prism
 	@scripts/step.sh "deploy/ checks: helm, promtool, caddy, systemd-analyze" $(MAKE) --no-print-directory check-deploy
 	@scripts/step.sh "Go tests, race detector" $(GO) test -race -count=1 -timeout 30m ./...
 	@scripts/step.sh "fuzz" $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)

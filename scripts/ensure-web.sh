@@ -34,8 +34,9 @@ if [ "$major" -lt 20 ]; then
 fi
 
 # Debian's chromium without recommends (they pull in avahi, samba, cups
-# helpers); the fonts are what a page needs to render text and emoji.
-want=(chromium fonts-liberation fonts-noto-color-emoji)
+# helpers); the fonts are what a page needs to render text and emoji; curl
+# makes scripts/prism-check.sh's calls.
+want=(chromium fonts-liberation fonts-noto-color-emoji curl)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
