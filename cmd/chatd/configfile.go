@@ -52,7 +52,7 @@ func applyConfigFile(fs *flag.FlagSet, f *envFlags, path string) error {
 			continue
 		}
 		if err := fs.Set(key, s); err != nil {
-			errs = append(errs, fmt.Errorf("--config %s: %s: %w", path, key, err))
+			errs = append(errs, fmt.Errorf("--config %s: %s: %q: want %s", path, key, s, wantText(f.defOf(key))))
 		}
 	}
 	return errors.Join(errs...)

@@ -87,3 +87,19 @@ func TestConfigFileErrors(t *testing.T) {
 		t.Fatalf("missing file: got %v, want a --config error", err)
 	}
 }
+
+// A config file value that does not parse names the setting, the value and
+// what the setting takes, as the environment's errors do, not the flag
+// package's bare "parse error".
+func TestConfigFileBadValueSaysWhatToGive(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"lease: abc\n", `lease: "abc": want a duration like 10s`},
+		{"rate: 1.5\n", `rate: "1.5": want a whole number`},
+		{"dev-login: yes please\n", `dev-login: "yes please": want true or false`},
+	} {
+		_, err := parseWith(t, "--config", mustConfigFile(t, c.file))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config %q: err %v, want it to say %q", c.file, err, c.want)
+		}
+	}
+}

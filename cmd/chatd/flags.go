@@ -45,6 +45,16 @@ func (e *envFlags) declared(name string) bool {
 	return ok
 }
 
+// defOf is the built-in default of the declared flag name (nil for none).
+func (e *envFlags) defOf(name string) any {
+	for _, s := range e.specs {
+		if s.name == name {
+			return s.def
+		}
+	}
+	return nil
+}
+
 // env is the environment variable's value; a flag without one ("") and
 // an empty value both count as unset.
 func (e *envFlags) env(name string) (string, bool) {
@@ -74,7 +84,7 @@ func (e *envFlags) Int(p *int, name, env string, def int, d doc) {
 	if v, ok := e.env(env); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", env, v, wantText(def)))
 		} else {
 			def = n
 		}
@@ -90,7 +100,7 @@ func (e *envFlags) Int64(p *int64, name, env string, def int64, d doc) {
 	if v, ok := e.env(env); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", env, v, wantText(def)))
 		} else {
 			def = n
 		}
@@ -106,7 +116,7 @@ func (e *envFlags) Bool(p *bool, name, env string, def bool, d doc) {
 	if v, ok := e.env(env); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", env, v))
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", env, v, wantText(def)))
 		} else {
 			def = b
 		}
@@ -122,12 +132,26 @@ func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 	if v, ok := e.env(env); ok {
 		dur, err := time.ParseDuration(v)
 		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration like 10s", env, v))
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", env, v, wantText(def)))
 		} else {
 			def = dur
 		}
 	}
 	e.fs.DurationVar(p, name, def, d.short)
+}
+
+// wantText says what a flag whose default is def takes, for an error about
+// a value that does not parse (from the environment or the config file).
+func wantText(def any) string {
+	switch def.(type) {
+	case int, int64:
+		return "a whole number"
+	case bool:
+		return "true or false"
+	case time.Duration:
+		return "a duration like 10s or 1m30s"
+	}
+	return "a value"
 }
 
 // List registers a comma-separated list flag; its default is empty.
