@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chatd/chatd"
 	"io/fs"
 	"log/slog"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -279,6 +279,13 @@ type WebhookAdmin interface {
 }
 
 func (c *Config) setDefaults() error {
+	// An admin that is not a user id matches no token: refused at start
+	// rather than found out when its calls are 403.
+	for _, u := range c.AdminUsers {
+		if !chatd.ValidUserID(u) {
+			return fmt.Errorf("api: admin user %.80q is not a user id (1-64 chars of [A-Za-z0-9_-]): check --admin-users (CHATD_ADMIN_USERS)", u)
+		}
+	}
 	switch {
 	case len(c.JWTSecret) < MinJWTSecretBytes:
 		return fmt.Errorf("api: Config.JWTSecret must be at least %d bytes", MinJWTSecretBytes)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chatd/chatd/pkg/api"
@@ -154,5 +155,14 @@ func TestAdminSystemMessageLiveAndInHistory(t *testing.T) {
 	other := e.mustGroup(t, "alice", "carol")
 	if got, out, _ := e.callToken(t, admin, "POST", "/api/admin/chats/"+other+"/messages", body); got != http.StatusConflict || out["code"] != "cid_conflict" {
 		t.Errorf("cid reused in another chat: %d %v, want 409 cid_conflict", got, out)
+	}
+}
+
+// An admin user that is not a user id would match no token: the server
+// refuses to start with it, naming it and the flag.
+func TestAdminUsersMustBeUserIDs(t *testing.T) {
+	_, err := api.New(api.Config{AdminUsers: []string{"ops", "b c"}})
+	if err == nil || !strings.Contains(err.Error(), `"b c"`) || !strings.Contains(err.Error(), "--admin-users") {
+		t.Fatalf("api.New with admin user %q: %v, want a refusal naming it and --admin-users", "b c", err)
 	}
 }
