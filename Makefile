@@ -71,7 +71,7 @@ test:
 	@scripts/step.sh "lint: gofmt, go vet, staticcheck" $(MAKE) --no-print-directory lint
 	@scripts/step.sh "lint the OpenAPI document: Redocly CLI" $(MAKE) --no-print-directory lint-openapi
 	@scripts/step.sh "the OpenAPI document against chatd: Prism proxy" $(MAKE) --no-print-directory check-prism
-	@scripts/step.sh "deploy/ checks: helm, promtool, caddy, systemd-analyze" $(MAKE) --no-print-directory check-deploy
+	@scripts/step.sh "deploy/ checks: helm, promtool, caddy, systemd-analyze, shellcheck" $(MAKE) --no-print-directory check-deploy
 	@scripts/step.sh "Go tests, race detector" $(GO) test -race -count=1 -timeout 30m ./...
 	@scripts/step.sh "fuzz" $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME)
 	@scripts/step.sh "web: SDK against chatd, demo in Chromium" $(MAKE) --no-print-directory test-web
@@ -98,9 +98,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## check-deploy: lint and render the Helm chart, check and unit-test the alert
-## rules, validate the compose proxy's Caddyfile, verify the systemd unit (helm,
-## promtool and caddy are built once into GOPATH/bin by
-## scripts/ensure-deploy-tools.sh; docs/operations.md)
+## rules, validate the compose proxy's Caddyfile, verify the systemd unit,
+## shellcheck the scripts (helm, promtool and caddy are built once into
+## GOPATH/bin by scripts/ensure-deploy-tools.sh; docs/operations.md)
 DEPLOY_BIN = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
 CHART      = deploy/helm/chatd
 check-deploy: build
@@ -117,6 +117,7 @@ check-deploy: build
 	$(DEPLOY_BIN)/promtool test rules deploy/prometheus/alerts_test.yaml
 	$(DEPLOY_BIN)/caddy validate --adapter caddyfile --config deploy/compose/Caddyfile
 	deploy/systemd/verify.sh bin/chatd
+	shellcheck --severity=warning scripts/*.sh .ci/run deploy/systemd/*.sh
 
 clean:
 	rm -rf bin

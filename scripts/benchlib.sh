@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell functions shared by the failover benchmarks (scripts/failover-bench.sh,
 # scripts/pg-failover-bench.sh). Sourced, not run.
 

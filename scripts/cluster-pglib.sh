@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell functions shared by scripts/cluster.sh, backup.sh and restore.sh for
 # the PostgreSQL clusters they run or read: chatd's managed one (a data dir's
 # pg/) and the local cluster's. Sourced, not run.

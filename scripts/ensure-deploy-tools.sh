@@ -2,8 +2,8 @@
 # Makes sure the tools `make check-deploy` runs are installed: helm (lint and
 # render the chart), promtool (check and unit-test the alert rules), caddy
 # (validate the compose proxy's Caddyfile), all built from the Go module proxy
-# into $(go env GOPATH)/bin, and systemd-analyze (verify the unit) from
-# Debian's systemd package.
+# into $(go env GOPATH)/bin, systemd-analyze (verify the unit) from Debian's
+# systemd package, and shellcheck (the scripts) from Debian's.
 #
 # Idempotent: a tool already built at the pinned version is left alone, so
 # only the first run pays for the builds (timed in docs/operations.md,
@@ -82,13 +82,18 @@ if [ ${#pids[@]} -gt 0 ]; then
   [ ${#failed[@]} -eq 0 ] || exit 1
 fi
 
-if ! command -v systemd-analyze >/dev/null 2>&1; then
-  echo "systemd-analyze not found; installing Debian's systemd package..." >&2
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+# apt_tool COMMAND PACKAGE: installs Debian's PACKAGE unless COMMAND is found.
+apt_tool() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "$1 not found; installing Debian's $2 package..." >&2
+  local sudo=
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends systemd >/dev/null
-  command -v systemd-analyze >/dev/null 2>&1 || { echo "systemd installed but systemd-analyze still not found" >&2; exit 1; }
-fi
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "$2" >/dev/null
+  command -v "$1" >/dev/null 2>&1 || { echo "$2 installed but $1 still not found" >&2; exit 1; }
+}
+apt_tool systemd-analyze systemd
+apt_tool shellcheck shellcheck
 
 echo "$bindir"

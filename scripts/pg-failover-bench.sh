@@ -29,6 +29,8 @@
 # the servers' logs. Default load: --scenario pairs --clients 600 --rate 1000
 # --duration 90s --warmup 5s; flags after "--" are appended (a repeated flag
 # wins).
+# free_port sets its variables by name (printf -v), which shellcheck cannot see.
+# shellcheck disable=SC2154
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/cluster-pglib.sh

@@ -27,7 +27,7 @@ free_port() {
   node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 tmp=$(mktemp -d)
-chatd_pid= prism_pid=
+chatd_pid='' prism_pid=''
 # cleanup stops what this script started and keeps the script's status.
 cleanup() {
   local rc=$?
