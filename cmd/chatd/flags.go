@@ -216,31 +216,23 @@ func (e *envFlags) checkNotNegative(fs *flag.FlagSet) error {
 		if !ok {
 			continue
 		}
-		var unit string
+		var negative bool
 		switch v := g.Get().(type) {
 		case int:
-			if v >= 0 {
-				continue
-			}
-			unit = "a whole number"
+			negative = v < 0
 		case int64:
-			if v >= 0 {
-				continue
-			}
-			unit = "a whole number"
+			negative = v < 0
 		case time.Duration:
-			if v >= 0 {
-				continue
-			}
-			unit = "a duration"
-		default:
+			negative = v < 0
+		}
+		if !negative {
 			continue
 		}
 		name := "--" + spec.name
 		if spec.env != "" {
 			name += " (" + spec.env + ")"
 		}
-		refused = append(refused, fmt.Sprintf("%s: %s is negative; give %s of 0 or more (unset: %s)", name, fl.Value, unit, spec.defaultText()))
+		refused = append(refused, fmt.Sprintf("%s: %s is negative; give 0 or more (unset: %s)", name, fl.Value, spec.defaultText()))
 	}
 	if len(refused) == 0 {
 		return nil
