@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -73,6 +76,9 @@ for the server; each has its environment variable beside it.
 	if !chatd.ValidUserID(user) {
 		return fmt.Errorf("usage: chatd token USER [--device D] [--ttl 24h] [--service]: USER must be 1-64 chars of [A-Za-z0-9_-], got %q", user)
 	}
+	if err := dataDirExists(s.node); err != nil {
+		return err
+	}
 	secret, err := node.JWTSecret(s.node)
 	if err != nil {
 		return err
@@ -86,5 +92,20 @@ for the server; each has its environment variable beside it.
 		return err
 	}
 	fmt.Println(tok)
+	return nil
+}
+
+// dataDirExists refuses a data dir that is not there when the secret would
+// come from it: node.JWTSecret would create it with a new secret the
+// server has never seen, and the token would be refused with 401. A data
+// dir chatd has not started in yet still gets its secret, which the server
+// then uses.
+func dataDirExists(cfg node.Config) error {
+	if cfg.JWTSecret != "" || cfg.DatabaseURL != "" || cfg.DataDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(cfg.DataDir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data dir %s does not exist, so it holds no token secret: give the --data-dir (CHATD_DATA_DIR) chatd serves with, or --jwt-secret", cfg.DataDir)
+	}
 	return nil
 }
