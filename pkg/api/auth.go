@@ -59,8 +59,9 @@ func issueToken(secret []byte, user, device string, ttl time.Duration, service b
 		return "", fmt.Errorf("issue token: user %q: %w", user, chatd.ErrInvalid)
 	case device != "" && !chatd.ValidDeviceID(device):
 		return "", fmt.Errorf("issue token: device %q: %w", device, chatd.ErrInvalid)
-	case ttl <= 0:
-		return "", fmt.Errorf("issue token: ttl %v: %w", ttl, chatd.ErrInvalid)
+	case ttl < time.Second:
+		// A token's times are whole seconds: less would expire as issued.
+		return "", fmt.Errorf("issue token: ttl %v: give 1s or more, e.g. 24h: %w", ttl, chatd.ErrInvalid)
 	}
 	now := time.Now()
 	c := claims{Dev: device, Svc: service, RegisteredClaims: jwt.RegisteredClaims{

@@ -63,6 +63,8 @@ func TestIssueTokenRejectsBadInput(t *testing.T) {
 		{"empty user", testSecret, "", "", time.Hour},
 		{"bad device", testSecret, "alice", "ph/one", time.Hour},
 		{"zero ttl", testSecret, "alice", "", 0},
+		// exp and iat are whole seconds: it would expire as it is issued.
+		{"ttl under a second", testSecret, "alice", "", 999 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
