@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // persistentValue returns the value kept in dataDir/name, generating and
@@ -62,4 +64,45 @@ func JWTSecret(cfg Config) ([]byte, error) {
 // from every client (mode 0600): the nats CLI reads it with --nkey.
 func NATSNkeyFile(dataDir string) string {
 	return filepath.Join(dataDir, "nats-user.nk")
+}
+
+// lockFile is the file in the data dir that a node using the dir holds an
+// exclusive lock on for its life, with its pid in it for the refusal a
+// second node gets.
+const lockFile = "chatd.lock"
+
+// usesDataDir reports whether cfg keeps anything in its data dir: the
+// managed PostgreSQL, the embedded NATS's store, or a generated node id.
+func usesDataDir(cfg Config) bool {
+	return cfg.DataDir != "" && (cfg.DatabaseURL == "" || cfg.NATSURL == "" || cfg.NodeID == "")
+}
+
+// lockDataDir takes dir's lock; release gives it back. A second chatd on the
+// same data dir would otherwise wait on the first's PostgreSQL and fail
+// saying to stop it, or share its node id; with the lock it fails at once,
+// naming the process that holds the dir. The kernel drops the lock when its
+// holder exits, a crash included, so nothing is left to clean up.
+func lockDataDir(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("data dir %s is in use by another chatd (pid %s): stop it, or give this one another --data-dir (CHATD_DATA_DIR)",
+				dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// The pid is for the message above only; the lock is what counts.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
 }

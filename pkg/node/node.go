@@ -98,6 +98,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) start(ctx context.Context) error {
 	cfg := n.cfg
 	var err error
+	if usesDataDir(cfg) {
+		release, err := lockDataDir(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		// First taken, last released: after PostgreSQL and NATS stopped.
+		n.closeFns = append(n.closeFns, release)
+	}
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("listen on %s: %w (is another chatd running? pick another --listen)", cfg.Listen, err)
 	}

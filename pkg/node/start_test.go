@@ -1,7 +1,9 @@
 package node_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatd/chatd/pkg/node"
 	"github.com/chatd/chatd/pkg/node/nodetest"
@@ -21,4 +23,31 @@ func TestStartFailureReturnsAnError(t *testing.T) {
 	if err == nil || n != nil {
 		t.Fatalf("start against nothing: got %v, %v; want nil and an error", n, err)
 	}
+}
+
+// A second node on a data dir a running node uses fails at once, naming
+// the data dir and what to do, instead of waiting on the first's embedded
+// PostgreSQL and then telling the operator to stop it. Once the first has
+// stopped, the data dir is free again.
+func TestDataDirInUseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	first, err := nodetest.Start(t, node.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	second, err := nodetest.Start(t, node.Config{DataDir: dir})
+	if err == nil || second != nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("second node on %s: %v, %v; want a refusal naming the data dir and --data-dir", dir, second, err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("the refusal took %v; want it at once", waited)
+	}
+	t.Logf("refused: %v", err)
+	first.Close()
+	again, err := nodetest.Start(t, node.Config{DataDir: dir})
+	if err != nil {
+		t.Fatalf("a node on %s after the first stopped: %v", dir, err)
+	}
+	again.Close()
 }
