@@ -30,7 +30,7 @@ func TestOddFramesAnsweredAsDocumented(t *testing.T) {
 	e := mustEnv(t, func(c *api.Config) {
 		// The sweep sends hundreds of frames: the budget and the abuse
 		// limit are not what it looks at (their own tests are).
-		c.Limits.RatePerSecond, c.Limits.RateBurst = 1 << 20, 1 << 20
+		c.Limits.RatePerSecond, c.Limits.RateBurst = 1<<20, 1<<20
 		c.Abuse.Rejects = 1 << 20
 	})
 	chat := e.mustGroup(t, "alice", "bob")
