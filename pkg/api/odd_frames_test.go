@@ -2,7 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,8 +69,8 @@ func TestOddFramesAnsweredAsDocumented(t *testing.T) {
 				return
 			}
 			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				err = errors.New("frame " + string(b) + ": " + err.Error())
+			if uerr := json.Unmarshal(b, &m); uerr != nil {
+				err = fmt.Errorf("frame %q: %w", b, uerr)
 			}
 			answers <- answer{m: m, err: err}
 		}
