@@ -227,3 +227,48 @@ func TestDefaultText(t *testing.T) {
 		}
 	}
 }
+
+// outputs runs chatd with args and returns what it printed on stdout and on
+// stderr, apart; like helpText it swaps the process's files.
+func outputs(t *testing.T, args ...string) (stdoutText, stderrText string, err error) {
+	t.Helper()
+	capture := func() (*os.File, chan string) {
+		r, w, perr := os.Pipe()
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		read := make(chan string)
+		go func() {
+			b, _ := io.ReadAll(r)
+			r.Close()
+			read <- string(b)
+		}()
+		return w, read
+	}
+	ow, oread := capture()
+	ew, eread := capture()
+	out, errOut := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = ow, ew
+	err = run(args)
+	os.Stdout, os.Stderr = out, errOut
+	ow.Close()
+	ew.Close()
+	return <-oread, <-eread, err
+}
+
+// --help prints on stdout, as `chatd help` does, so `chatd --help | grep
+// webhook` finds the line; a command line chatd cannot read still gets its
+// error and the usage on stderr.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"token", "--help"}, {"token", "alice", "-help"}} {
+		stdoutText, stderrText, err := outputs(t, args...)
+		if exitCode(err) != 0 || !strings.Contains(stdoutText, "Usage:") || stderrText != "" {
+			t.Errorf("chatd %q: exit %d, %d bytes on stdout (Usage: %v), %d on stderr (%.40q…); want the usage on stdout only",
+				args, exitCode(err), len(stdoutText), strings.Contains(stdoutText, "Usage:"), len(stderrText), stderrText)
+		}
+	}
+	stdoutText, stderrText, err := outputs(t, "--no-such-flag")
+	if exitCode(err) != 2 || stdoutText != "" || !strings.Contains(stderrText, "Usage:") {
+		t.Errorf("chatd --no-such-flag: exit %d, stdout %q, %d bytes on stderr; want exit 2 and the usage on stderr", exitCode(err), stdoutText, len(stderrText))
+	}
+}
