@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -56,31 +57,23 @@ func exitCode(err error) int {
 }
 
 // parseArgs parses args into fs; a parse error (already printed with the
-// usage by fs) is a usage error. Asked for, the usage goes to stdout, so
-// that `chatd --help | grep …` works; with an error it stays on stderr.
+// usage by fs) is a usage error. What fs prints goes to stdout when it is
+// the help asked for, so that `chatd --help | grep …` works, and to its
+// output (stderr) with an error.
 func parseArgs(fs *flag.FlagSet, args []string) error {
-	if asksHelp(args) {
-		fs.SetOutput(stdout())
-	}
+	var printed bytes.Buffer
+	out := fs.Output()
+	fs.SetOutput(&printed)
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		out = stdout()
+	}
+	_, _ = printed.WriteTo(out)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return usageErr{err}
 	}
 	return err
-}
-
-// asksHelp reports whether args hold -h or -help (with one dash or two)
-// before a "--" that ends the flags.
-func asksHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "--h", "-help", "--help":
-			return true
-		}
-	}
-	return false
 }
 
 // strayArg prints fs's usage for a positional argument chatd does not take

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -34,10 +35,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write chatload's own CPU profile to this file (to tell the load generator's cost from chatd's)")
 	memProfile := fs.String("memprofile", "", "write chatload's own heap profile (allocations since start) to this file when the run ends")
 	gcPercent := fs.Int("gogc", 400, "chatload's own GC target percent, as GOGC (negative: off); with --url only, unless set here or in $GOGC, so an embedded chatd keeps Go's default. Higher spends chatload memory to save the CPU it shares with chatd and PostgreSQL")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	// The help asked for goes to stdout, so it can be piped; the usage
+	// printed with an error goes to stderr.
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = printed.WriteTo(stdout)
+		return 0
+	}
+	_, _ = printed.WriteTo(stderr)
+	if err != nil {
 		return 2
 	}
 	if *embedded && cfg.URL != "" {
