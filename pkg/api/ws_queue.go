@@ -24,6 +24,9 @@ type outQueue struct {
 	items  []outFrame
 	busy   bool // the writer role is taken: a writer runs, or hello is not written yet
 	closed bool // the session chose its close code: no new frames
+	// room wakes a reader in waitRoom when the writer takes frames or the
+	// queue closes; nil until a reader first waits.
+	room *sync.Cond
 }
 
 // keepCap is the largest drained slice the writer hands back for reuse;
@@ -61,7 +64,31 @@ func (q *outQueue) close() (start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
+	q.wakeLocked()
 	return q.claimLocked()
+}
+
+// waitRoom blocks while below or more frames are queued and the queue is
+// open. The session's reader calls it before it reads the next frame, so a
+// client that sends frames faster than their answers are written is held
+// back by TCP instead of filling the queue and being closed as if it did not
+// read. A writer is running whenever frames are queued, and it wakes the
+// reader when it takes them; one that cannot write closes the queue.
+func (q *outQueue) waitRoom(below int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) >= below && !q.closed {
+		if q.room == nil {
+			q.room = sync.NewCond(&q.mu)
+		}
+		q.room.Wait()
+	}
+}
+
+func (q *outQueue) wakeLocked() {
+	if q.room != nil {
+		q.room.Broadcast()
+	}
 }
 
 func (q *outQueue) claimLocked() bool {
@@ -106,6 +133,7 @@ func (q *outQueue) next(spare []outFrame) (batch []outFrame, more bool) {
 	}
 	batch = q.items
 	q.items = spare[:0]
+	q.wakeLocked()
 	return batch, true
 }
 

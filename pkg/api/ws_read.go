@@ -29,7 +29,9 @@ func (s *session) readLoop() {
 	s.setControlHandlers()
 	s.extendReadDeadline()
 	var buf []byte
+	readerRoom := s.readerRoom()
 	for {
+		s.out.waitRoom(readerRoom)
 		typ, r, err := s.conn.NextReader()
 		if err != nil {
 			s.readFailed(err)
@@ -56,6 +58,13 @@ func (s *session) readLoop() {
 			buf = nil
 		}
 	}
+}
+
+// readerRoom is how full the outbound queue may be when the reader takes
+// the next frame: the rest is room for the `accepted` of every credited send,
+// which come from the commits and must never find the queue full.
+func (s *session) readerRoom() int {
+	return max(1, s.out.limit-s.g.cfg.Limits.Credits)
 }
 
 // setControlHandlers sets what the reader does with control frames: any
