@@ -76,8 +76,13 @@ func DirectChatID(a, b string) string {
 // use (created reports that). Concurrent calls for one pair are safe and all
 // return the same chat. a == b or a bad id is chatd.ErrInvalid.
 func (s *Store) DirectChat(ctx context.Context, a, b string) (chatd.Chat, bool, error) {
-	if !chatd.ValidUserID(a) || !chatd.ValidUserID(b) || a == b {
-		return chatd.Chat{}, false, fmt.Errorf("direct chat %q/%q: %w", a, b, chatd.ErrInvalid)
+	for _, u := range []string{a, b} {
+		if !chatd.ValidUserID(u) {
+			return chatd.Chat{}, false, fmt.Errorf("direct chat: %.80q is not a user id (1-64 chars of [A-Za-z0-9_-]): %w", u, chatd.ErrInvalid)
+		}
+	}
+	if a == b {
+		return chatd.Chat{}, false, fmt.Errorf("direct chat: %q with itself; a direct chat is with another user: %w", a, chatd.ErrInvalid)
 	}
 	id := DirectChatID(a, b)
 	created := false

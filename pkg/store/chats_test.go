@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -161,5 +162,21 @@ func TestMembership(t *testing.T) {
 	}
 	if chats, _ := s.ListChats(ctx, "bob"); len(chats) != 0 {
 		t.Fatalf("bob's chats after removal: got %d, want 0", len(chats))
+	}
+}
+
+// A direct chat with oneself, or with an id that is not a user id, is
+// refused saying what is wrong, not only that the pair is invalid.
+func TestDirectChatRefusalsSayWhy(t *testing.T) {
+	s, _ := mustOpen(t)
+	ctx := context.Background()
+	for _, c := range []struct{ a, b, want string }{
+		{"alice", "alice", "another user"},
+		{"alice", "b c", `"b c" is not a user id`},
+	} {
+		_, _, err := s.DirectChat(ctx, c.a, c.b)
+		if !errors.Is(err, chatd.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("direct chat %q/%q: %v, want ErrInvalid saying %q", c.a, c.b, err, c.want)
+		}
 	}
 }
