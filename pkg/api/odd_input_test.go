@@ -22,6 +22,20 @@ var oddValues = []string{
 // oddBodies are whole bodies that are not the object any call takes.
 var oddBodies = []string{``, `{`, `null`, `[]`, `"x"`, `1`, `{"a":1,"a":2}`, "{\"x\":\"\xff\"}"}
 
+// oddRig is a server where alice is an admin with no REST budget to run
+// out of, a group of alice, bob and carol, and a message of alice's in it:
+// the real ids a sweep puts in its paths, and alice's token.
+func oddRig(t *testing.T) (e *env, tok, chat, mid string) {
+	t.Helper()
+	e = mustEnv(t, func(c *api.Config) {
+		c.AdminUsers = []string{"alice"}
+		c.REST = api.RateLimit{RatePerSecond: 1 << 20, Burst: 1 << 20}
+	})
+	chat = e.mustGroup(t, "alice", "bob", "carol")
+	sent := e.mustCall(t, 201, "alice", "POST", "/api/chats/"+chat+"/messages", map[string]any{"cid": "odd-1", "body": "first"})
+	return e, apitest.Token(t, testSecret, "alice", ""), chat, sent["id"].(string)
+}
+
 // Every call that takes a body answers odd bodies, and each of its fields
 // set to each odd value, as the OpenAPI document says (the checking client
 // fails the test otherwise: an undocumented status or body, a 5xx for bad
@@ -30,14 +44,7 @@ var oddBodies = []string{``, `{`, `null`, `[]`, `"x"`, `1`, `{"a":1,"a":2}`, "{\
 // is judged, not the path.
 func TestOddBodiesAnsweredAsDocumented(t *testing.T) {
 	t.Parallel()
-	e := mustEnv(t, func(c *api.Config) {
-		c.AdminUsers = []string{"alice"}
-		c.REST = api.RateLimit{RatePerSecond: 1 << 20, Burst: 1 << 20}
-	})
-	tok := apitest.Token(t, testSecret, "alice", "")
-	chat := e.mustGroup(t, "alice", "bob", "carol")
-	sent := e.mustCall(t, 201, "alice", "POST", "/api/chats/"+chat+"/messages", map[string]any{"cid": "odd-1", "body": "first"})
-	mid := sent["id"].(string)
+	e, tok, chat, mid := oddRig(t)
 	doc, err := openapi3Doc()
 	if err != nil {
 		t.Fatal(err)
@@ -92,14 +99,8 @@ var oddParams = []string{"", "-1", "0", "abc", "%00", "%FF", "1e9", "99999999999
 // and message as a member and admin.
 func TestOddParametersAnsweredAsDocumented(t *testing.T) {
 	t.Parallel()
-	e := mustEnv(t, func(c *api.Config) {
-		c.AdminUsers = []string{"alice"}
-		c.REST = api.RateLimit{RatePerSecond: 1 << 20, Burst: 1 << 20}
-	})
-	tok := apitest.Token(t, testSecret, "alice", "")
-	chat := e.mustGroup(t, "alice", "bob", "carol")
-	sent := e.mustCall(t, 201, "alice", "POST", "/api/chats/"+chat+"/messages", map[string]any{"cid": "odd-1", "body": "first"})
-	real := map[string]string{"id": chat, "mid": sent["id"].(string), "user": "carol"}
+	e, tok, chat, mid := oddRig(t)
+	real := map[string]string{"id": chat, "mid": mid, "user": "carol"}
 	doc, err := openapi3Doc()
 	if err != nil {
 		t.Fatal(err)
