@@ -100,7 +100,7 @@ var oddParams = []string{"", "-1", "0", "abc", "%00", "%FF", "1e9", "99999999999
 func TestOddParametersAnsweredAsDocumented(t *testing.T) {
 	t.Parallel()
 	e, tok, chat, mid := oddRig(t)
-	real := map[string]string{"id": chat, "mid": mid, "user": "carol"}
+	ids := map[string]string{"id": chat, "mid": mid, "user": "carol"}
 	doc, err := openapi3Doc()
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestOddParametersAnsweredAsDocumented(t *testing.T) {
 				continue // their bodies are TestOddBodiesAnsweredAsDocumented's
 			}
 			url := path
-			for name, v := range real {
+			for name, v := range ids {
 				url = strings.ReplaceAll(url, "{"+name+"}", v)
 			}
 			for _, p := range append(item.Parameters, op.Parameters...) {
@@ -131,8 +131,8 @@ func TestOddParametersAnsweredAsDocumented(t *testing.T) {
 							continue
 						}
 						target = strings.ReplaceAll(path, "{"+p.Value.Name+"}", v)
-						for name, real := range real {
-							target = strings.ReplaceAll(target, "{"+name+"}", real)
+						for name, id := range ids {
+							target = strings.ReplaceAll(target, "{"+name+"}", id)
 						}
 					default:
 						continue
