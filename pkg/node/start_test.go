@@ -1,6 +1,9 @@
 package node_test
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,4 +53,23 @@ func TestDataDirInUseIsRefused(t *testing.T) {
 		t.Fatalf("a node on %s after the first stopped: %v", dir, err)
 	}
 	again.Close()
+}
+
+// A node a test runs as root on a t.TempDir keeps its PostgreSQL cluster
+// under /var/lib/chatd (the postgres user cannot reach the temp dir); the
+// harness removes it when the node's test ends, as the data dir is, so
+// test runs do not leave 50 MB a node behind.
+func TestHarnessRemovesAMovedCluster(t *testing.T) {
+	dir := t.TempDir()
+	var pgDir string
+	t.Run("node", func(t *testing.T) {
+		n := nodetest.Run(t, node.Config{DataDir: dir})
+		pgDir = n.Postgres().Dir()
+	})
+	if strings.HasPrefix(pgDir, dir) {
+		t.Skipf("the cluster is in the data dir (%s): not run as root, nothing was moved", pgDir)
+	}
+	if _, err := os.Stat(pgDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("cluster %s, kept outside the data dir %s, is still there after the node's test ended (stat: %v)", pgDir, dir, err)
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,9 +37,31 @@ func Start(t testing.TB, cfg node.Config) (*node.Node, error) {
 	t.Helper()
 	n, err := node.Start(context.Background(), withDefaults(cfg))
 	if err == nil {
-		t.Cleanup(n.Close)
+		t.Cleanup(func() {
+			n.Close()
+			removeMovedCluster(t, n, cfg.DataDir)
+		})
 	}
 	return n, err
+}
+
+// removeMovedCluster deletes, once n has stopped, the PostgreSQL cluster n
+// kept outside its data dir: tests run as root start the server as the
+// postgres user, which cannot reach a t.TempDir, so the cluster goes under
+// /var/lib/chatd (embedded.PostgresConfig.ReachableRoot). The data dir goes
+// with the test; the moved cluster would stay behind, 50 MB a node.
+func removeMovedCluster(t testing.TB, n *node.Node, dataDir string) {
+	t.Helper()
+	pg := n.Postgres()
+	if pg == nil || dataDir == "" || filepath.Base(pg.Dir()) != "pg" {
+		return
+	}
+	if rel, err := filepath.Rel(dataDir, pg.Dir()); err == nil && !strings.HasPrefix(rel, "..") {
+		return // inside the data dir, which the test removes
+	}
+	if err := os.RemoveAll(filepath.Dir(pg.Dir())); err != nil {
+		t.Errorf("remove the cluster node %s kept outside its data dir: %v", n.NodeID(), err)
+	}
 }
 
 // withDefaults fills in what a test leaves empty: Listen becomes
@@ -69,6 +94,7 @@ func Run(t testing.TB, cfg node.Config) *Node {
 		if err := rn.Stop(t); err != nil {
 			t.Errorf("node %s run: %v", rn.NodeID(), err)
 		}
+		removeMovedCluster(t, n, cfg.DataDir)
 	})
 	// A node refuses WebSockets (503) until its delivery consumer exists;
 	// tests talk to it at once, so wait for that here.
