@@ -27,6 +27,10 @@ free_port() {
   node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 tmp=$(mktemp -d)
+# Run as root, chatd's PostgreSQL runs as the postgres user, which must reach
+# the data dir; in a 0700 dir the cluster would go under /var/lib/chatd and
+# outlive the run.
+chmod 755 "$tmp"
 chatd_pid='' prism_pid=''
 # cleanup stops what this script started and keeps the script's status.
 cleanup() {
