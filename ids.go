@@ -18,6 +18,15 @@ const (
 // ValidUserID reports whether s is a legal user id.
 func ValidUserID(s string) bool { return validToken(s, MaxUserIDLen) }
 
+// CheckUserID returns nil for a legal user id, and otherwise ErrInvalid
+// naming what (e.g. "member") and the id, and saying what an id may be.
+func CheckUserID(what, s string) error {
+	if ValidUserID(s) {
+		return nil
+	}
+	return fmt.Errorf("%s %.80q is not a user id (1-%d chars of [A-Za-z0-9_-]): %w", what, s, MaxUserIDLen, ErrInvalid)
+}
+
 // ValidDeviceID reports whether s is a legal device id.
 func ValidDeviceID(s string) bool { return validToken(s, MaxDeviceIDLen) }
 

@@ -282,8 +282,8 @@ func (c *Config) setDefaults() error {
 	// An admin that is not a user id matches no token: refused at start
 	// rather than found out when its calls are 403.
 	for _, u := range c.AdminUsers {
-		if !chatd.ValidUserID(u) {
-			return fmt.Errorf("api: admin user %.80q is not a user id (1-64 chars of [A-Za-z0-9_-]): check --admin-users (CHATD_ADMIN_USERS)", u)
+		if err := chatd.CheckUserID("admin user", u); err != nil {
+			return fmt.Errorf("api: %w; check --admin-users (CHATD_ADMIN_USERS)", err)
 		}
 	}
 	switch {

@@ -44,8 +44,8 @@ func (s *Server) devLogin(c *fiber.Ctx) error {
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	if !chatd.ValidUserID(req.User) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id (1-64 of [A-Za-z0-9_-]): %w", req.User, chatd.ErrInvalid))
+	if err := chatd.CheckUserID("user", req.User); err != nil {
+		return s.fail(c, err)
 	}
 	if req.Device != "" && !chatd.ValidDeviceID(req.Device) {
 		return s.fail(c, fmt.Errorf("device %.80q is not a device id: %w", req.Device, chatd.ErrInvalid))

@@ -56,8 +56,8 @@ func (s *Server) adminDirectChat(c *fiber.Ctx) error {
 		return s.fail(c, fmt.Errorf("users: list two different users: %w", chatd.ErrInvalid))
 	}
 	for _, u := range req.Users {
-		if !chatd.ValidUserID(u) {
-			return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", u, chatd.ErrInvalid))
+		if err := chatd.CheckUserID("user", u); err != nil {
+			return s.fail(c, err)
 		}
 	}
 	ctx, cancel := s.storeCtx(c)

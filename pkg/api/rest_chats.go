@@ -72,8 +72,8 @@ func (r createChatRequest) check() error {
 		return err
 	}
 	for _, m := range r.Members {
-		if !chatd.ValidUserID(m) {
-			return fmt.Errorf("member %.80q is not a user id: %w", m, chatd.ErrInvalid)
+		if err := chatd.CheckUserID("member", m); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -112,8 +112,8 @@ func (s *Server) directChat(c *fiber.Ctx) error {
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	if !chatd.ValidUserID(req.User) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", req.User, chatd.ErrInvalid))
+	if err := chatd.CheckUserID("user", req.User); err != nil {
+		return s.fail(c, err)
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
@@ -192,8 +192,8 @@ func (s *Server) changeMembers(c *fiber.Ctx, add func(ctx context.Context, chat,
 	if err := decodeBody(c, &req); err != nil {
 		return s.fail(c, err)
 	}
-	if !chatd.ValidUserID(req.User) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", req.User, chatd.ErrInvalid))
+	if err := chatd.CheckUserID("user", req.User); err != nil {
+		return s.fail(c, err)
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
@@ -212,8 +212,8 @@ func (s *Server) dropMember(c *fiber.Ctx, remove func(ctx context.Context, chat,
 		return s.fail(c, err)
 	}
 	user := c.Params("user")
-	if !chatd.ValidUserID(user) {
-		return s.fail(c, fmt.Errorf("user %.80q is not a user id: %w", user, chatd.ErrInvalid))
+	if err := chatd.CheckUserID("user", user); err != nil {
+		return s.fail(c, err)
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()

@@ -37,8 +37,8 @@ func (s *Server) presence(c *fiber.Ctx) error {
 		return writeError(c, fiber.StatusBadRequest, wire.CodeInvalid, "users: at most 100 per call")
 	}
 	for _, u := range users {
-		if !chatd.ValidUserID(u) {
-			return writeError(c, fiber.StatusBadRequest, wire.CodeInvalid, "users: "+u+" is not a user id")
+		if err := chatd.CheckUserID("users: user", u); err != nil {
+			return s.fail(c, err)
 		}
 	}
 	states := make([]chatd.Presence, len(users))

@@ -77,8 +77,8 @@ func DirectChatID(a, b string) string {
 // return the same chat. a == b or a bad id is chatd.ErrInvalid.
 func (s *Store) DirectChat(ctx context.Context, a, b string) (chatd.Chat, bool, error) {
 	for _, u := range []string{a, b} {
-		if !chatd.ValidUserID(u) {
-			return chatd.Chat{}, false, fmt.Errorf("direct chat: %.80q is not a user id (1-64 chars of [A-Za-z0-9_-]): %w", u, chatd.ErrInvalid)
+		if err := chatd.CheckUserID("direct chat: user", u); err != nil {
+			return chatd.Chat{}, false, err
 		}
 	}
 	if a == b {
