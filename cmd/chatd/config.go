@@ -262,7 +262,7 @@ func declareDelivery(f *envFlags, c *node.Config) {
 		long:  "`auto`: while this node is provably alone (embedded NATS; no `--nats-listen` unless the database is the managed one; no other consumer reads the delivery stream), a message every local connection acked is deleted from the outbox without entering the stream. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
 	f.Duration(&c.Relay.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
 		short: "how long a message waits for local acks",
-		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off", negative: "settling off"})
+		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off", negativeMeans: true})
 	f.String(&c.Forward, "forward-commits", "CHATD_FORWARD_COMMITS", node.ForwardOn, doc{group: groupDelivery,
 		short: "on: commit on the relay's node; off",
 		long:  "`on`: a node whose relay stands by sends each batch of sends to the node whose relay leads, which commits it with its own: fewer, larger transactions, no chat locked by two nodes, every commit handed to the relay in memory; a batch that node does not answer within 2 s is committed here. `off`: every node commits its own batches. See docs/architecture.md, \"Forwarded commits\""})

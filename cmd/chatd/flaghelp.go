@@ -61,15 +61,15 @@ func (g group) String() string {
 // --help prints short (one line, plain words); the tables in README.md and
 // docs/architecture.md print long (Markdown, the whole story; short when
 // empty). unset, when set, is what the flag's zero or empty default means
-// ("keep forever"), shown in place of the bare value. negative, when set,
-// is what a negative number means ("settling off"); without it a negative
-// count, size or duration is refused (checkNotNegative).
+// ("keep forever"), shown in place of the bare value. negativeMeans is set
+// for a flag whose long text gives a negative number a meaning; any other
+// flag's negative count, size or duration is refused (checkNotNegative).
 type doc struct {
-	group    group
-	short    string
-	long     string
-	unset    string
-	negative string
+	group         group
+	short         string
+	long          string
+	unset         string
+	negativeMeans bool
 }
 
 // flagSpec is one declared flag: its name, environment variable ("" for

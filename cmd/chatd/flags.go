@@ -209,7 +209,7 @@ func (e *envFlags) checkNotNegative(fs *flag.FlagSet) error {
 	var refused []string
 	for _, spec := range e.specs {
 		fl := fs.Lookup(spec.name)
-		if fl == nil || spec.negative != "" {
+		if fl == nil || spec.negativeMeans {
 			continue
 		}
 		g, ok := fl.Value.(flag.Getter)
