@@ -745,18 +745,25 @@ $('scroller').addEventListener('scroll', () => {
  * @param {View} v @param {any} m @param {boolean} live
  */
 function mergeMessage(v, m, live) {
-  const own = v.msgs.get(`cid:${m.cid}`);
-  if (own && m.from === S.me) v.msgs.delete(own.key);
+  const sent = v.msgs.get(`cid:${m.cid}`);
+  const own = sent && m.from === S.me ? sent : undefined;
+  if (own) v.msgs.delete(own.key);
   const had = v.msgs.get(m.id);
   if (had && !live) return;
+  // The row shown since the send becomes the message's own, so what the
+  // user opened on it (an edit, the delete question, a tap's actions) and
+  // the focus inside it stay.
   /** @type {Entry} */
-  const e = had ?? { key: m.id, cid: m.cid, from: m.from, body: '', deleted: false, reactions: {}, status: 'accepted' };
+  const e = had ?? own ?? { key: m.id, cid: m.cid, from: m.from, body: '', deleted: false, reactions: {}, status: 'accepted' };
+  if (own && S.actionsFor === own.key) S.actionsFor = m.id;
+  e.key = m.id;
   e.id = m.id;
   e.seq = m.seq;
   e.ts = m.ts;
   e.status = 'accepted';
   setState(e, m);
-  if (own?.editing) Object.assign(e, { editing: own.editing, draft: own.draft });
+  if (own?.editing && e !== own) Object.assign(e, { editing: own.editing, draft: own.draft });
+  if (own?.confirming) e.confirming = true;
   v.msgs.set(m.id, e);
 }
 
