@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/webhook"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // hookCopy is one request the receiver accepted: the event it carried and
@@ -38,7 +39,11 @@ type hookCopy struct {
 // Standard Webhooks specification says, without chatd's code, and answers
 // each one slowly, so that a chatd killed mid-delivery has posts in flight.
 type hookReceiver struct {
-	key   []byte
+	key []byte
+	// lib is the specification's published Go library, set up and called
+	// as docs/integrations.md tells receivers to: it must take every
+	// request the receiver's own check takes.
+	lib   *standardwebhooks.Webhook
 	delay time.Duration
 	// nodeOf, if set, names the chatd that sent a request.
 	nodeOf func(*http.Request) string
@@ -59,7 +64,12 @@ func newHookReceiver(t *testing.T, delay time.Duration) (recv *hookReceiver, sec
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	return &hookReceiver{key: key, delay: delay}, "whsec_" + base64.StdEncoding.EncodeToString(key)
+	secret = "whsec_" + base64.StdEncoding.EncodeToString(key)
+	lib, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hookReceiver{key: key, lib: lib, delay: delay}, secret
 }
 
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -125,6 +135,9 @@ func (r *hookReceiver) verify(h http.Header, body []byte) (hookCopy, string) {
 	}
 	if !signed {
 		return hookCopy{}, fmt.Sprintf("webhook %s: no v1 signature matches (%q)", id, sigs)
+	}
+	if err := r.lib.Verify(body, h); err != nil {
+		return hookCopy{}, fmt.Sprintf("webhook %s: the Standard Webhooks library refuses it: %v", id, err)
 	}
 	var p struct {
 		Type string `json:"type"`
