@@ -82,6 +82,9 @@ func (n *Node) Run(ctx context.Context) error {
 	select {
 	case <-n.Push.Live():
 		n.log.Info("chatd ready", "url", n.URL(), "node", n.nodeID)
+		if n.cfg.API.DevLogin {
+			n.log.Warn("development login on (--dev-login): anyone who reaches this address can sign in as any user; turn it off on a server others can reach", "url", n.URL())
+		}
 		select {
 		case <-ctx.Done():
 		case err = <-failed:
