@@ -14,6 +14,13 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
+/**
+ * demoArgs run chatd as `make run` does for the demo (the development login),
+ * with short keepalives, so an offline browser is noticed within seconds on
+ * both sides (the SDK's read timeout is the larger of 3 pings and idle).
+ */
+export const demoArgs = ['--dev-login', '--ping-interval', '1s', '--idle-timeout', '4s', '--log-level', 'warn'];
+
 /** chatdBinary returns CHATD_BIN, or builds cmd/chatd into dir. @param {string} dir */
 export async function chatdBinary(dir) {
   if (process.env.CHATD_BIN) return process.env.CHATD_BIN;

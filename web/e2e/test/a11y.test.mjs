@@ -7,10 +7,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { startChatd } from '../lib/chatd.mjs';
+import { readFileSync } from 'node:fs';
+import { startChatd, demoArgs } from '../lib/chatd.mjs';
 import { launch } from '../lib/browser.mjs';
 
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const require = createRequire(import.meta.url);
+const axePath = require.resolve('axe-core/axe.min.js');
+const axeVersion = JSON.parse(readFileSync(require.resolve('axe-core/package.json'), 'utf8')).version;
 const WAIT = 20_000;
 
 /** @type {Awaited<ReturnType<typeof startChatd>>} */
@@ -19,9 +22,7 @@ let chatd;
 let browser;
 
 before(async () => {
-  chatd = await startChatd({
-    args: ['--dev-login', '--ping-interval', '1s', '--idle-timeout', '4s', '--log-level', 'warn'],
-  });
+  chatd = await startChatd({ args: demoArgs });
   browser = await launch();
 });
 
@@ -91,12 +92,6 @@ for (const [look, opts, me, other] of looks) {
     await context.setOffline(false);
 
     await context.close();
-    assert.deepEqual(found, [], `axe-core ${await axeVersion()} found what to fix:\n${found.join('\n')}`);
+    assert.deepEqual(found, [], `axe-core ${axeVersion} found what to fix:\n${found.join('\n')}`);
   });
-}
-
-async function axeVersion() {
-  const { readFile } = await import('node:fs/promises');
-  const pkg = createRequire(import.meta.url).resolve('axe-core/package.json');
-  return JSON.parse(await readFile(pkg, 'utf8')).version;
 }

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startChatd } from '../lib/chatd.mjs';
+import { startChatd, demoArgs } from '../lib/chatd.mjs';
 import { launch } from '../lib/browser.mjs';
 
 const artifacts = join(dirname(fileURLToPath(import.meta.url)), '..', 'artifacts');
@@ -29,12 +29,7 @@ let browser;
 
 before(async () => {
   await mkdir(artifacts, { recursive: true });
-  chatd = await startChatd({
-    // Short keepalives, so an offline browser is noticed within seconds on
-    // both sides (the SDK's read timeout is the larger of 3 pings and idle).
-    args: ['--dev-login', '--ping-interval', '1s', '--idle-timeout', '4s', '--log-level', 'warn'],
-    logPath: join(artifacts, 'chatd.log'),
-  });
+  chatd = await startChatd({ args: demoArgs, logPath: join(artifacts, 'chatd.log') });
   browser = await launch();
 });
 

@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startChatd } from '../lib/chatd.mjs';
+import { startChatd, demoArgs } from '../lib/chatd.mjs';
 import { launch } from '../lib/browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -36,10 +36,7 @@ let browser;
 
 before(async () => {
   await mkdir(shots, { recursive: true });
-  chatd = await startChatd({
-    // Short keepalives, so an offline browser is noticed within seconds.
-    args: ['--dev-login', '--ping-interval', '1s', '--idle-timeout', '4s', '--log-level', 'warn'],
-  });
+  chatd = await startChatd({ args: demoArgs });
   browser = await launch();
 });
 
