@@ -35,8 +35,9 @@ fi
 
 # Debian's chromium without recommends (they pull in avahi, samba, cups
 # helpers); the fonts are what a page needs to render text and emoji; curl
-# makes scripts/prism-check.sh's calls.
-want=(chromium fonts-liberation fonts-noto-color-emoji curl)
+# makes scripts/prism-check.sh's calls; python3 runs the Standard Webhooks
+# Python library in web/sdk/test/webhooks.test.mjs.
+want=(chromium fonts-liberation fonts-noto-color-emoji curl python3-minimal)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

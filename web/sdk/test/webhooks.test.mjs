@@ -1,13 +1,17 @@
 // chatd's webhooks verify with the Standard Webhooks specification's
-// published JavaScript library (npm standardwebhooks), called as
-// docs/integrations.md shows a receiver: the whsec_ secret as given to
-// chatd, the raw body, the request's headers. A real chatd posts to a
-// node:http receiver here; a tampered body must be refused, so the check
-// can fail.
+// published libraries, called as docs/integrations.md shows a receiver: the
+// whsec_ secret as given to chatd, the raw body, the request's headers. A
+// real chatd posts to a node:http receiver here; the JavaScript library (npm
+// standardwebhooks) and the Python one (PyPI standardwebhooks, run from the
+// same release's source, which go.mod pins for the Go library) check every
+// post, and must refuse a tampered body, so the check can fail.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { ChatClient } from '../src/index.js';
 import { startChatd, waitFor, fast } from './helpers.mjs';
@@ -41,7 +45,7 @@ after(async () => {
   receiver.close();
 });
 
-test('the standardwebhooks npm package verifies what chatd posts', { timeout: 30000 }, async () => {
+test('the Standard Webhooks libraries for JavaScript and Python verify what chatd posts', { timeout: 30000 }, async () => {
   client = new ChatClient({ url: srv.url, token: await srv.token('wanda'), ...fast });
   await client.connect();
   const chat = (await client.directChat('walt')).id;
@@ -65,4 +69,35 @@ test('the standardwebhooks npm package verifies what chatd posts', { timeout: 30
   assert.throws(() => wh.verify(tampered, mine.headers), /signature/i, 'a tampered body verified');
   const other = new Webhook(`whsec_${randomBytes(32).toString('base64')}`);
   assert.throws(() => other.verify(mine.body, mine.headers), /signature/i, 'another secret verified');
+
+  const py = verifyInPython([...posts, { body: tampered, headers: mine.headers }]);
+  assert.deepEqual(py.slice(0, -1), posts.map((p) => JSON.parse(p.body.toString()).type), 'the Python library');
+  assert.match(py[py.length - 1], /^refused: WebhookVerificationError/, 'the Python library verified a tampered body');
 });
+
+/**
+ * verifyInPython runs docs/integrations.md's Python call on each post and
+ * returns, per post, the verified event's type or why it was refused.
+ * @param {{body: Buffer, headers: Record<string, string>}[]} list
+ */
+function verifyInPython(list) {
+  const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+  const mod = execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', 'github.com/standard-webhooks/standard-webhooks/libraries'], { cwd: repo, encoding: 'utf8' }).trim();
+  const script = `
+import base64, json, sys
+from standardwebhooks.webhooks import Webhook
+wh = Webhook(sys.argv[1])
+out = []
+for p in json.load(sys.stdin):
+    try:
+        out.append(wh.verify(base64.b64decode(p["body"]), dict(p["headers"]))["type"])
+    except Exception as e:
+        out.append("refused: %s: %s" % (type(e).__name__, e))
+print(json.dumps(out))
+`;
+  const input = JSON.stringify(list.map((p) => ({ body: p.body.toString('base64'), headers: p.headers })));
+  const r = spawnSync('python3', ['-c', script, secret], { input, encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(mod, 'python') } });
+  assert.equal(r.error, undefined, `run python3 (scripts/ensure-web.sh installs it): ${r.error}`);
+  assert.equal(r.status, 0, `python3: ${r.stderr}`);
+  return /** @type {string[]} */ (JSON.parse(r.stdout));
+}
