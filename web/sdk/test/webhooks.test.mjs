@@ -82,7 +82,8 @@ test('the Standard Webhooks libraries for JavaScript and Python verify what chat
  */
 function verifyInPython(list) {
   const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-  const mod = execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', 'github.com/standard-webhooks/standard-webhooks/libraries'], { cwd: repo, encoding: 'utf8' }).trim();
+  // go mod download fetches it if no Go build has yet, and says where it is.
+  const mod = JSON.parse(execFileSync('go', ['mod', 'download', '-json', 'github.com/standard-webhooks/standard-webhooks/libraries'], { cwd: repo, encoding: 'utf8' })).Dir;
   const script = `
 import base64, json, sys
 from standardwebhooks.webhooks import Webhook
