@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/chatd/chatd/internal/testtool"
 )
 
 // caddyImage is the minor version in the proxy's image tag (caddy:2.10-alpine).
@@ -16,7 +18,7 @@ var caddyImage = regexp.MustCompile(`^caddy:(\d+\.\d+)`)
 // version), built by scripts/ensure-deploy-tools.sh. A regexp once passed a
 // file Caddy refused.
 func TestCaddyfileValidates(t *testing.T) {
-	bin := goTool(t, "caddy")
+	bin := testtool.Path(t, "caddy")
 	proxy, ok := mustCompose(t).Services["proxy"]
 	if !ok {
 		t.Fatal("no proxy service")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chatd/chatd/internal/testtool"
 )
 
 // helmCommands returns the `helm install chatd deploy/helm/chatd` commands of
@@ -49,7 +51,7 @@ type helmCommand struct{ line, values string }
 // docs promise: every NATS server in CHATD_NATS_URL, the image `docker build`
 // tags, and an Ingress when the values ask for one.
 func TestHelmCommandsInDocsRender(t *testing.T) {
-	helm := goTool(t, "helm")
+	helm := testtool.Path(t, "helm")
 	for _, c := range helmCommands(t) {
 		t.Run(c.line, func(t *testing.T) {
 			dir := t.TempDir()

@@ -8,35 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatd/chatd/internal/testtool"
 	"go.yaml.in/yaml/v3"
 )
 
 // promtool is the promtool scripts/ensure-deploy-tools.sh installs.
-func promtool(t *testing.T) string { return goTool(t, "promtool") }
-
-// goTool is a tool scripts/ensure-deploy-tools.sh builds into GOBIN (make
-// check-deploy, which make test runs first, calls it). Without it the test
-// fails and says how to get it, rather than skipping.
-func goTool(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := exec.Command("go", "env", "GOBIN").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := strings.TrimSpace(string(dir))
-	if bin == "" {
-		gopath, err := exec.Command("go", "env", "GOPATH").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(strings.TrimSpace(string(gopath)), "bin")
-	}
-	p := filepath.Join(bin, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found at %s: run scripts/ensure-deploy-tools.sh (make check-deploy does)", name, p)
-	}
-	return p
-}
+func promtool(t *testing.T) string { return testtool.Path(t, "promtool") }
 
 // grafanaVars replaces the dashboard's variables with what Grafana would put
 // there, so PromQL can parse the expression.
