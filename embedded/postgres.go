@@ -118,14 +118,6 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster dir: %w", err)
 	}
-	binDir := cfg.BinDir
-	if binDir == "" {
-		if binDir, err = FindBinDir(); err != nil {
-			return nil, err
-		}
-	} else if err := checkBinDir(binDir); err != nil {
-		return nil, err
-	}
 	as, err := lookupRunAs()
 	if err != nil {
 		return nil, err
@@ -148,6 +140,18 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 			"dir", place.dir, "data_dir_pg", dataDir)
 	}
 	dataDir = place.dir
+	binDir := cfg.BinDir
+	switch {
+	case binDir != "":
+		err = checkBinDir(binDir)
+	case hasCluster(dataDir):
+		binDir, err = binDirForCluster(dataDir)
+	default:
+		binDir, err = FindBinDir()
+	}
+	if err != nil {
+		return nil, err
+	}
 	port := cfg.Port
 	if port == 0 {
 		port = defaultPort
