@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // defaultReachableRoot is where a cluster goes when the postgres user
@@ -32,8 +33,10 @@ type placement struct {
 //
 // Order: a cluster already in the requested dir stays there (never moved
 // behind the user's back; an unreachable one is an error that says how to
-// fix it); then one already under root; then the requested dir if the
-// server can reach it; else a new one under root.
+// fix it); then the one the data dir notes (locationFile), so a data dir
+// moved or renamed keeps its cluster; then one already under root; then
+// the requested dir if the server can reach it; else a new one under root.
+// A cluster kept under root is noted in the data dir.
 func placeCluster(requested, root string, as runAs) (placement, error) {
 	if as.cred == nil || hasCluster(requested) {
 		return placement{dir: requested}, reachable(requested, as)
@@ -43,8 +46,21 @@ func placeCluster(requested, root string, as runAs) (placement, error) {
 	}
 	alt := reachableClusterDir(root, requested)
 	why := as.checkTraversable(requested)
+	noted, err := readLocation(requested)
+	if err != nil {
+		return placement{}, err
+	}
+	switch {
+	case noted != "" && hasCluster(noted):
+		return placement{dir: noted, moved: true, why: why}, nil
+	case noted != "" && noted != alt:
+		// Not a first start that failed before initdb (that one is noted at
+		// alt): the database this data dir had is gone.
+		return placement{}, fmt.Errorf("%s says this data dir's PostgreSQL cluster is in %s, and there is none there: put it back, or delete %s to start on a new, empty database",
+			locationFile(requested), noted, locationFile(requested))
+	}
 	if hasCluster(alt) {
-		return placement{dir: alt, moved: true, why: why}, nil
+		return placement{dir: alt, moved: true, why: why}, noteLocation(requested, alt)
 	}
 	if why == nil {
 		return placement{dir: requested}, reachable(requested, as)
@@ -55,7 +71,38 @@ func placeCluster(requested, root string, as runAs) (placement, error) {
 	if err := as.checkTraversable(alt); err != nil {
 		return placement{}, fmt.Errorf("%w; and %s is no better: %v", why, alt, err)
 	}
-	return placement{dir: alt, moved: true, why: why}, nil
+	return placement{dir: alt, moved: true, why: why}, noteLocation(requested, alt)
+}
+
+// locationFile is where a data dir notes the cluster kept outside it:
+// <data-dir>/pg.location, the cluster dir's path on one line.
+func locationFile(requested string) string { return requested + ".location" }
+
+// readLocation returns the cluster dir the data dir notes, or "".
+func readLocation(requested string) (string, error) {
+	b, err := os.ReadFile(locationFile(requested))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres cluster location: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// noteLocation writes dir into the data dir's locationFile, unless it says
+// so already.
+func noteLocation(requested, dir string) error {
+	if noted, err := readLocation(requested); err == nil && noted == dir {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(requested), 0o700); err != nil {
+		return fmt.Errorf("postgres cluster location: %w", err)
+	}
+	if err := os.WriteFile(locationFile(requested), []byte(dir+"\n"), 0o644); err != nil {
+		return fmt.Errorf("postgres cluster location: %w", err)
+	}
+	return nil
 }
 
 // reachable creates dir's parents (0755, so the server user can pass) and

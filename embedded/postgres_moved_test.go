@@ -1,0 +1,79 @@
+package embedded_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testlog"
+)
+
+// A cluster kept outside the data dir (root, a data dir the postgres user
+// cannot reach) is found again after the data dir is moved or renamed: the
+// data dir says where its cluster is. Before, the place was derived from
+// the data dir's path alone, so a moved data dir started on a new, empty
+// database with its old one left behind. If the cluster it names is gone,
+// the start refuses instead of making an empty one.
+func TestPostgresMovedDataDirFindsItsClusterElsewhere(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root hands the server to the postgres user, and only then is a cluster kept elsewhere")
+	}
+	hidden := filepath.Dir(mustClusterDir(t))
+	if err := os.Chmod(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(filepath.Dir(mustClusterDir(t)), "var-lib-chatd")
+	var logs testlog.Buffer
+	start := func(dir string) (*embedded.Postgres, error) {
+		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{
+			Dir: dir, ReachableRoot: root, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+	}
+
+	before := filepath.Join(hidden, "data", "pg")
+	if err := os.MkdirAll(filepath.Dir(before), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := start(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := pg.Dir()
+	mustExec(t, pg.DSN("postgres"), "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('kept')")
+	if err := pg.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	after := filepath.Join(hidden, "moved", "pg")
+	if err := os.Rename(filepath.Dir(before), filepath.Dir(after)); err != nil {
+		t.Fatal(err)
+	}
+	pg, err = start(after)
+	if err != nil {
+		t.Fatalf("start on the moved data dir: %v", err)
+	}
+	if pg.Dir() != kept {
+		t.Errorf("moved data dir: cluster %s, want the one it had, %s", pg.Dir(), kept)
+	}
+	if note := readNote(t, pg.DSN("postgres")); note != "kept" {
+		t.Errorf("moved data dir: got %q, want the row written before the move", note)
+	}
+	if err := pg.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.RemoveAll(kept); err != nil {
+		t.Fatal(err)
+	}
+	_, err = start(after)
+	if err == nil {
+		t.Fatal("the data dir's cluster is gone, and the start made an empty one")
+	}
+	if !strings.Contains(err.Error(), kept) {
+		t.Errorf("error %q does not name where the cluster was", err)
+	}
+}
