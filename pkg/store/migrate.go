@@ -50,6 +50,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := m.LoadMigrations(migrations()); err != nil {
 		return fmt.Errorf("migrate: load: %w", err)
 	}
+	current, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if latest := latestVersion(); current > latest {
+		// A newer release migrated it (a rolling upgrade, or a rollback of
+		// this node). Its migrations only add, so this release's queries
+		// still hold: run on it rather than refuse to start.
+		s.log.Warn("the database schema is newer than this chatd: a newer chatd migrated it; running on it, but upgrade this node",
+			"schema_version", current, "this_chatd_version", latest)
+		return nil
+	}
 	m.OnStart = func(seq int32, name, direction, _ string) {
 		s.log.Info("applying migration", "version", seq, "name", name, "direction", direction)
 	}

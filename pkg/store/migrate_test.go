@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +156,63 @@ func TestMigrationUnreadIndexDownAndUp(t *testing.T) {
 	}
 	if !strings.Contains(def, "INCLUDE (sender, kind, deleted)") {
 		t.Errorf("at 5: index %s; want INCLUDE (sender, kind, deleted)", def)
+	}
+}
+
+// During a rolling upgrade the first new node migrates the schema while the
+// old nodes still serve: they stay ready on the newer schema (a release's
+// migrations only add, docs/operations.md "Rolling upgrades"), instead of
+// every old node failing /readyz at once.
+func TestReadyWhenSchemaIsAhead(t *testing.T) {
+	s, _ := mustOpen(t)
+	if _, err := s.Pool().Exec(context.Background(), `update chatd_schema_version set version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(context.Background()); err != nil {
+		t.Fatalf("ready on a schema one migration ahead: %v, want ready", err)
+	}
+}
+
+// An old node that starts (or restarts) on a schema a newer release
+// migrated runs on it, as it would have had it been running already.
+func TestOpenOnASchemaAhead(t *testing.T) {
+	s, dsn := mustOpen(t)
+	if _, err := s.Pool().Exec(context.Background(), `update chatd_schema_version set version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
+	if err != nil {
+		t.Fatalf("open on a schema one migration ahead: %v", err)
+	}
+	defer s2.Close()
+	mustGroup(t, s2, "alice", "bob")
+}
+
+// contracting matches the statements that would break the release before
+// on a migrated schema: dropping, renaming or retyping what it reads.
+var contracting = regexp.MustCompile(`(?i)\b(drop\s+(table|column|view|function|trigger)|rename\b|alter\s+column\s+\S+\s+(type|set\s+not\s+null))`)
+
+// A release's migrations only add, so nodes of the release before keep
+// working on the migrated schema during a rolling upgrade
+// (docs/operations.md, "Rolling upgrades"). A migration's down part (below
+// the tern separator) may drop what its up part adds.
+func TestMigrationsOnlyAdd(t *testing.T) {
+	dir := os.DirFS("migrations")
+	files, err := fs.Glob(dir, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		b, err := fs.ReadFile(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, _, _ := strings.Cut(string(b), "---- create above / drop below ----")
+		for _, line := range strings.Split(up, "\n") {
+			code, _, _ := strings.Cut(line, "--")
+			if m := contracting.FindString(code); m != "" {
+				t.Errorf("%s: %q: %s breaks the release before during a rolling upgrade; add the new shape now and remove the old one a release later", f, strings.TrimSpace(line), strings.ToUpper(m))
+			}
+		}
 	}
 }

@@ -149,8 +149,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether the database answers and its schema is at the
-// latest version this binary knows (for /readyz).
+// Ready reports whether the database answers and its schema is at least
+// the latest version this binary knows (for /readyz). A newer schema is
+// ready: during a rolling upgrade the first new node migrates it while the
+// old ones serve on (a release's migrations only add).
 func (s *Store) Ready(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
 		return err
@@ -159,7 +161,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if want := latestVersion(); v != want {
+	if want := latestVersion(); v < want {
 		return fmt.Errorf("schema version %d, want %d", v, want)
 	}
 	return nil
