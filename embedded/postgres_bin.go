@@ -54,17 +54,17 @@ func binDirForCluster(dataDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("postgres cluster %s: %w", dataDir, err)
 	}
-	dir, err := BinDirFor(string(v), binDirCandidates())
+	dir, err := binDirFor(string(v), binDirCandidates())
 	if err != nil {
 		return "", fmt.Errorf("postgres cluster %s: %w", dataDir, err)
 	}
 	return dir, nil
 }
 
-// BinDirFor returns the first of candidates whose server is of the major
+// binDirFor returns the first of candidates whose server is of the major
 // version pgVersion names (a cluster's PG_VERSION: "15", or "9.6" before
 // PostgreSQL 10). Without one it says what to install, and what is there.
-func BinDirFor(pgVersion string, candidates []string) (string, error) {
+func binDirFor(pgVersion string, candidates []string) (string, error) {
 	want := strings.TrimSpace(pgVersion)
 	var found []string
 	for _, dir := range candidates {
