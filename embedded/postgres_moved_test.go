@@ -19,14 +19,7 @@ import (
 // database with its old one left behind. If the cluster it names is gone,
 // the start refuses instead of making an empty one.
 func TestPostgresMovedDataDirFindsItsClusterElsewhere(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root hands the server to the postgres user, and only then is a cluster kept elsewhere")
-	}
-	hidden := filepath.Dir(mustClusterDir(t))
-	if err := os.Chmod(hidden, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(filepath.Dir(mustClusterDir(t)), "var-lib-chatd")
+	hidden, root := mustHiddenDir(t)
 	var logs testlog.Buffer
 	start := func(dir string) (*embedded.Postgres, error) {
 		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{

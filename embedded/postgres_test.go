@@ -223,15 +223,8 @@ func TestPostgresMissingBinariesSaysWhatToInstall(t *testing.T) {
 // ready, is found again by the next start with its data, and the user's
 // directory keeps its mode.
 func TestPostgresUnreachableDirKeepsClusterWhereServerCanReach(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root hands the server to the postgres user; as any other user the server runs as that user and reaches its own data dir")
-	}
-	hidden := filepath.Dir(mustClusterDir(t))
-	if err := os.Chmod(hidden, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	hidden, root := mustHiddenDir(t)
 	dir := filepath.Join(hidden, "data", "pg")
-	root := filepath.Join(filepath.Dir(mustClusterDir(t)), "var-lib-chatd")
 	var logs testlog.Buffer
 	start := func() *embedded.Postgres {
 		t.Helper()
@@ -279,6 +272,22 @@ func TestPostgresUnreachableDirKeepsClusterWhereServerCanReach(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o700 || st.Uid != postgresUID(t) {
 		t.Errorf("cluster dir %s: mode %v uid %d, want 0700 owned by postgres (%d)", got, fi.Mode().Perm(), st.Uid, postgresUID(t))
 	}
+}
+
+// mustHiddenDir is, for a test run as root, a 0700 directory the postgres
+// user cannot enter (a home, say) and the root a cluster is kept under
+// instead (PostgresConfig.ReachableRoot). Other users skip: only root hands
+// the server to the postgres user, so only then is a cluster kept elsewhere.
+func mustHiddenDir(t *testing.T) (hidden, root string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("only root hands the server to the postgres user; as any other user the server runs as that user and reaches its own data dir")
+	}
+	hidden = filepath.Dir(mustClusterDir(t))
+	if err := os.Chmod(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return hidden, filepath.Join(filepath.Dir(mustClusterDir(t)), "var-lib-chatd")
 }
 
 // TestPostgresRefusesExistingClusterPostgresUserCannotReach: a cluster that
