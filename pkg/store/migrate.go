@@ -59,7 +59,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		// this node). Its migrations only add, so this release's queries
 		// still hold: run on it rather than refuse to start.
 		s.log.Warn("the database schema is newer than this chatd: a newer chatd migrated it; running on it, but upgrade this node",
-			"schema_version", current, "this_chatd_version", latest)
+			"schema_version", current, "this_chatd_migrates_to", latest)
 		return nil
 	}
 	m.OnStart = func(seq int32, name, direction, _ string) {
