@@ -155,7 +155,7 @@ test('an own message keeps its open delete question when its chat catches up', a
   const r = row(carol.page, 'mine');
   await r.hover();
   await r.getByTestId('delete').click();
-  await r.getByTestId('delete-confirm').waitFor({ timeout: 2000 });
+  await r.getByTestId('delete-confirm').waitFor({ timeout: WAIT });
 
   hold = false;
   for (const { ws, data } of held.splice(0)) ws.send(data);
@@ -213,7 +213,7 @@ test('the demo, finished: desktop and phone', async (t) => {
     const shown = await react.isVisible();
     const h = (await mine.boundingBox())?.height ?? 0;
     await mine.getByTestId('message-body').tap();
-    await react.waitFor({ state: 'visible', timeout: 2000 });
+    await react.waitFor({ state: 'visible', timeout: WAIT });
     await shot(bob.page, 'phone', 'actions');
     await react.tap();
     assert.equal(shown, false, 'a phone shows every bubble\'s actions all the time');
@@ -228,7 +228,7 @@ test('the demo, finished: desktop and phone', async (t) => {
     for (const p of [alice.page, bob.page]) {
       const r = p.getByTestId('message').filter({ hasText: 'look:' });
       const a = r.locator('a');
-      await a.first().waitFor({ timeout: 2000 });
+      await a.first().waitFor({ timeout: WAIT });
       assert.equal(await a.count(), 1, 'only the https link is a link');
       assert.equal(await a.getAttribute('href'), link);
       assert.equal(await a.getAttribute('target'), '_blank');
@@ -253,7 +253,7 @@ test('the demo, finished: desktop and phone', async (t) => {
   await t.test('the chat list shows the last message and its time', async () => {
     const item = alice.page.locator(`[data-testid="chat-item"][data-chat="${chat}"]`);
     await shot(alice.page, 'desktop', 'list');
-    await item.getByTestId('chat-last').filter({ hasText: 'quick one' }).waitFor({ timeout: 2000 });
+    await item.getByTestId('chat-last').filter({ hasText: 'quick one' }).waitFor({ timeout: WAIT });
     assert.match((await item.getByTestId('chat-time').textContent()) ?? '', /\d/);
     await bob.page.getByTestId('back').tap();
     await bob.page.waitForTimeout(500);
@@ -289,20 +289,23 @@ test('the demo, finished: desktop and phone', async (t) => {
     assert.equal(await alice.page.getByTestId('message-state').filter({ hasText: /not sent/ }).count(), 0, 'a "not sent" bubble');
     assert.equal(await alice.page.getByTestId('send').isDisabled(), true, 'send is enabled over the limit');
     await box.fill('x'.repeat(4000));
-    await count.waitFor({ state: 'visible', timeout: 2000 });
+    await count.waitFor({ state: 'visible', timeout: WAIT });
     assert.match((await count.textContent()) ?? '', /4[ ,.]?000.*4[ ,.]?096/);
     assert.equal(await alice.page.getByTestId('send').isDisabled(), false);
     await box.fill('');
-    await count.waitFor({ state: 'hidden', timeout: 2000 });
+    await count.waitFor({ state: 'hidden', timeout: WAIT });
   });
 
   await t.test('delete asks first', async () => {
     await send(alice.page, 'delete me');
     const r = row(alice.page, 'delete me');
+    // Read before the delete: once done, the row no longer says "delete me".
+    const id = await r.getAttribute('data-id');
+    assert.ok(id, 'the accepted row has no data-id');
     await r.hover();
     await r.getByTestId('delete').click();
     const confirm = r.getByTestId('delete-confirm');
-    await confirm.waitFor({ timeout: 2000 });
+    await confirm.waitFor({ timeout: WAIT });
     await shot(alice.page, 'desktop', 'delete-confirm');
     await r.getByTestId('delete-cancel').click();
     await alice.page.waitForTimeout(300);
@@ -310,7 +313,6 @@ test('the demo, finished: desktop and phone', async (t) => {
     await r.hover();
     await r.getByTestId('delete').click();
     await r.getByTestId('delete-confirm').click();
-    const id = await r.getAttribute('data-id');
     await alice.page.locator(`[data-testid="message"][data-id="${id}"]`).getByTestId('message-body').filter({ hasText: 'message deleted' }).waitFor({ timeout: WAIT });
   });
 
