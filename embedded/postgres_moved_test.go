@@ -70,3 +70,60 @@ func TestPostgresMovedDataDirFindsItsClusterElsewhere(t *testing.T) {
 		t.Errorf("error %q does not name where the cluster was", err)
 	}
 }
+
+// A data dir copied (cp -r) while its cluster is kept outside it would note
+// the same cluster as the original: two servers on one database, each
+// thinking it its own. The copy's start refuses and says why; the original
+// keeps working, and once the original is gone the copy takes the cluster
+// over as a moved data dir would.
+func TestPostgresCopiedDataDirDoesNotShareTheCluster(t *testing.T) {
+	hidden, root := mustHiddenDir(t)
+	start := func(dir string) (*embedded.Postgres, error) {
+		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{Dir: dir, ReachableRoot: root})
+	}
+	orig := filepath.Join(hidden, "data", "pg")
+	if err := os.MkdirAll(filepath.Dir(orig), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := start(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := pg.Dir()
+	if err := pg.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(hidden, "copy", "pg")
+	if err := os.CopyFS(filepath.Dir(copied), os.DirFS(filepath.Dir(orig))); err != nil {
+		t.Fatal(err)
+	}
+
+	if pg, err := start(copied); err == nil {
+		_ = pg.Stop(context.Background())
+		t.Fatal("a copied data dir started on its original's cluster")
+	}
+	_, err = start(copied)
+	for _, want := range []string{filepath.Dir(orig), kept} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if pg, err = start(orig); err != nil {
+		t.Fatalf("the original after the copy's refusal: %v", err)
+	}
+	if err := pg.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.RemoveAll(filepath.Dir(orig)); err != nil {
+		t.Fatal(err)
+	}
+	pg, err = start(copied)
+	if err != nil {
+		t.Fatalf("the copy, once the original is gone: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	if pg.Dir() != kept {
+		t.Errorf("the copy took %s, want the original's %s", pg.Dir(), kept)
+	}
+}

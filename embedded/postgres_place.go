@@ -52,7 +52,7 @@ func placeCluster(requested, root string, as runAs) (placement, error) {
 	}
 	switch {
 	case noted != "" && hasCluster(noted):
-		return placement{dir: noted, moved: true, why: why}, nil
+		return placement{dir: noted, moved: true, why: why}, claim(requested, noted)
 	case noted != "" && noted != alt:
 		// Not a first start that failed before initdb (that one is noted at
 		// alt): the database this data dir had is gone.
@@ -60,7 +60,7 @@ func placeCluster(requested, root string, as runAs) (placement, error) {
 			locationFile(requested), noted, locationFile(requested))
 	}
 	if hasCluster(alt) {
-		return placement{dir: alt, moved: true, why: why}, noteLocation(requested, alt)
+		return placement{dir: alt, moved: true, why: why}, claim(requested, alt)
 	}
 	if why == nil {
 		return placement{dir: requested}, reachable(requested, as)
@@ -71,7 +71,37 @@ func placeCluster(requested, root string, as runAs) (placement, error) {
 	if err := as.checkTraversable(alt); err != nil {
 		return placement{}, fmt.Errorf("%w; and %s is no better: %v", why, alt, err)
 	}
-	return placement{dir: alt, moved: true, why: why}, noteLocation(requested, alt)
+	return placement{dir: alt, moved: true, why: why}, claim(requested, alt)
+}
+
+// ownerFile is where a cluster kept under root names the data dir it
+// belongs to: <cluster>/../data-dir, beside the cluster, root's to write.
+func ownerFile(cluster string) string { return filepath.Join(filepath.Dir(cluster), "data-dir") }
+
+// claim makes the cluster the requested data dir's: noted in the data dir
+// (locationFile) and naming it as its owner (ownerFile). A cluster another
+// data dir still notes is refused: that data dir is a copy's original
+// (cp -r), and two data dirs on one database would each take it for their
+// own. One whose owner is gone (or never said) was moved, and is taken.
+func claim(requested, cluster string) error {
+	dataDir := filepath.Dir(requested)
+	b, err := os.ReadFile(ownerFile(cluster))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("postgres cluster owner: %w", err)
+	}
+	if owner := strings.TrimSpace(string(b)); owner != "" && owner != dataDir {
+		if other, _ := readLocation(filepath.Join(owner, filepath.Base(requested))); other == cluster {
+			return fmt.Errorf("the PostgreSQL cluster %s belongs to the data dir %s, which still uses it: %s looks like a copy of it. "+
+				"Give the copy a database of its own (delete %s to start it on a new, empty one), or use the original",
+				cluster, owner, dataDir, locationFile(requested))
+		}
+	}
+	if owner := strings.TrimSpace(string(b)); owner != dataDir {
+		if err := os.WriteFile(ownerFile(cluster), []byte(dataDir+"\n"), 0o644); err != nil {
+			return fmt.Errorf("postgres cluster owner: %w", err)
+		}
+	}
+	return noteLocation(requested, cluster)
 }
 
 // locationFile is where a data dir notes the cluster kept outside it:

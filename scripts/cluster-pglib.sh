@@ -88,18 +88,22 @@ pg_stop() {
 
 # managed_pg_dir prints where chatd keeps the managed cluster of data dir
 # $1: <data-dir>/pg, or, when chatd runs as root and the postgres user
-# could not reach the data dir, /var/lib/chatd/<name>-<hash>/pg (the rule
-# of embedded/postgres_place.go, reachableClusterDir). With $2 = new, it
-# prints where a new cluster would go.
+# could not reach the data dir, the cluster <data-dir>/pg.location names,
+# else /var/lib/chatd/<name>-<hash>/pg (the rule of
+# embedded/postgres_place.go, placeCluster). With $2 = new, it prints where
+# a new cluster would go.
 managed_pg_dir() {
-	local req parent base sum alt
+	local req parent base sum alt noted
 	req="$1/pg"
 	parent=$(realpath -m "$1")
 	base=$(basename "$parent" | sed 's/[^A-Za-z0-9._-]\{1,\}/_/g' | cut -c1-32)
 	sum=$(printf '%s' "$parent/pg" | sha256sum | cut -c1-12)
 	alt="/var/lib/chatd/$base-$sum/pg"
+	noted=$(cat "$req.location" 2>/dev/null || true)
 	if [ "$(id -u)" -ne 0 ] || [ -f "$req/PG_VERSION" ]; then
 		echo "$req"
+	elif [ -n "$noted" ] && [ -f "$noted/PG_VERSION" ]; then
+		echo "$noted"
 	elif [ -f "$alt/PG_VERSION" ]; then
 		echo "$alt"
 	elif [ "${2:-}" = new ] && ! runuser -u postgres -- test -x "$parent" 2>/dev/null; then
