@@ -25,11 +25,16 @@ var (
 	caddySite = regexp.MustCompile(`(?m)^:8080 \{$`)
 	// caddyUpstreamList is its reverse_proxy line's upstreams.
 	caddyUpstreamList = regexp.MustCompile(`(?m)^(\s*reverse_proxy)((?:\s+chatd-\d+:8080)+)(\s*\{)$`)
-	// caddyHealth reads a duration setting of its health checks.
-	caddyHealth = func(name string) *regexp.Regexp {
-		return regexp.MustCompile(`(?m)^\s*` + name + `\s+(\S+)$`)
-	}
 )
+
+// caddySetting reads a setting's one value from a Caddyfile.
+func caddySetting(conf, name string) (string, bool) {
+	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `\s+(\S+)$`).FindStringSubmatch(conf)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
 
 // The compose proxy's Caddyfile, run by the real Caddy in front of two
 // nodes (caddy validate checks only that it parses): REST and WebSockets
@@ -145,11 +150,11 @@ func runComposeCaddy(t *testing.T, upstreams ...string) (string, time.Duration) 
 	conf = caddyUpstreamList.ReplaceAllString(conf, "${1} "+strings.Join(hosts, " ")+"${3}")
 	var notice time.Duration
 	for _, name := range []string{"health_interval", "health_timeout"} {
-		m := caddyHealth(name).FindStringSubmatch(conf)
-		if m == nil {
+		v, ok := caddySetting(conf, name)
+		if !ok {
 			t.Fatalf("Caddyfile: no %s", name)
 		}
-		d, err := time.ParseDuration(m[1])
+		d, err := time.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("Caddyfile %s: %v", name, err)
 		}

@@ -2,15 +2,30 @@ package embedded_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chatd/chatd/embedded"
-	"github.com/chatd/chatd/internal/testlog"
 )
+
+// keptOutside is, for a test run as root, a data dir in a directory the
+// postgres user cannot enter, so its cluster is kept elsewhere: start
+// starts a cluster dir with the test's reachable root, hidden is that
+// directory and requested the data dir's cluster dir (<hidden>/data/pg).
+func keptOutside(t *testing.T) (start func(dir string) (*embedded.Postgres, error), hidden, requested string) {
+	t.Helper()
+	hidden, root := mustHiddenDir(t)
+	requested = filepath.Join(hidden, "data", "pg")
+	if err := os.MkdirAll(filepath.Dir(requested), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start = func(dir string) (*embedded.Postgres, error) {
+		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{Dir: dir, ReachableRoot: root})
+	}
+	return start, hidden, requested
+}
 
 // A cluster kept outside the data dir (root, a data dir the postgres user
 // cannot reach) is found again after the data dir is moved or renamed: the
@@ -19,18 +34,7 @@ import (
 // database with its old one left behind. If the cluster it names is gone,
 // the start refuses instead of making an empty one.
 func TestPostgresMovedDataDirFindsItsClusterElsewhere(t *testing.T) {
-	hidden, root := mustHiddenDir(t)
-	var logs testlog.Buffer
-	start := func(dir string) (*embedded.Postgres, error) {
-		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{
-			Dir: dir, ReachableRoot: root, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		})
-	}
-
-	before := filepath.Join(hidden, "data", "pg")
-	if err := os.MkdirAll(filepath.Dir(before), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	start, hidden, before := keptOutside(t)
 	pg, err := start(before)
 	if err != nil {
 		t.Fatal(err)
@@ -77,14 +81,7 @@ func TestPostgresMovedDataDirFindsItsClusterElsewhere(t *testing.T) {
 // keeps working, and once the original is gone the copy takes the cluster
 // over as a moved data dir would.
 func TestPostgresCopiedDataDirDoesNotShareTheCluster(t *testing.T) {
-	hidden, root := mustHiddenDir(t)
-	start := func(dir string) (*embedded.Postgres, error) {
-		return embedded.StartPostgres(context.Background(), embedded.PostgresConfig{Dir: dir, ReachableRoot: root})
-	}
-	orig := filepath.Join(hidden, "data", "pg")
-	if err := os.MkdirAll(filepath.Dir(orig), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	start, hidden, orig := keptOutside(t)
 	pg, err := start(orig)
 	if err != nil {
 		t.Fatal(err)

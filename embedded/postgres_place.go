@@ -89,19 +89,23 @@ func claim(requested, cluster string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("postgres cluster owner: %w", err)
 	}
-	if owner := strings.TrimSpace(string(b)); owner != "" && owner != dataDir {
-		if other, _ := readLocation(filepath.Join(owner, filepath.Base(requested))); other == cluster {
+	if owner := strings.TrimSpace(string(b)); owner != dataDir {
+		if owner != "" && stillNotes(filepath.Join(owner, filepath.Base(requested)), cluster) {
 			return fmt.Errorf("the PostgreSQL cluster %s belongs to the data dir %s, which still uses it: %s looks like a copy of it. "+
 				"Give the copy a database of its own (delete %s to start it on a new, empty one), or use the original",
 				cluster, owner, dataDir, locationFile(requested))
 		}
-	}
-	if owner := strings.TrimSpace(string(b)); owner != dataDir {
 		if err := os.WriteFile(ownerFile(cluster), []byte(dataDir+"\n"), 0o644); err != nil {
 			return fmt.Errorf("postgres cluster owner: %w", err)
 		}
 	}
 	return noteLocation(requested, cluster)
+}
+
+// stillNotes reports whether the data dir of requested notes cluster.
+func stillNotes(requested, cluster string) bool {
+	noted, err := readLocation(requested)
+	return err == nil && noted == cluster
 }
 
 // locationFile is where a data dir notes the cluster kept outside it:
@@ -123,7 +127,7 @@ func readLocation(requested string) (string, error) {
 // noteLocation writes dir into the data dir's locationFile, unless it says
 // so already.
 func noteLocation(requested, dir string) error {
-	if noted, err := readLocation(requested); err == nil && noted == dir {
+	if stillNotes(requested, dir) {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(requested), 0o700); err != nil {
