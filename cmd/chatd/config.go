@@ -293,7 +293,7 @@ func declareWebhooks(f *envFlags, s *settings) {
 		long:  "POST every event (message, edit, delete, reaction, member changes, reads, and offline notifications: `--notify-after`) to this URL, signed as Standard Webhooks says; repeat for more endpoints (the variable: comma-separated). Per-endpoint secrets and event filters: the config file's `webhooks` list (docs/integrations.md). Turns settling off"})
 	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", doc{group: groupWebhooks, unset: "none",
 		short: "whsec_ signing key; set by env",
-		long:  "`whsec_` and the base64 of the key that signs webhook requests (`whsec_$(openssl rand -base64 32)`); set it in the environment: a flag is visible in the process list"})
+		long:  "`whsec_` and the base64 of the key that signs webhook requests (`whsec_$(openssl rand -base64 32)`); several, separated by spaces, sign each request with each, for rotating a secret (docs/integrations.md); set it in the environment: a flag is visible in the process list"})
 	f.Int(&c.Webhook.MaxAttempts, "webhook-max-attempts", "CHATD_WEBHOOK_MAX_ATTEMPTS", webhook.DefaultMaxAttempts, doc{group: groupWebhooks,
 		short: "posts before an event is set aside",
 		long:  "posts of one event before it is set aside as a dead letter (`GET /api/admin/webhooks/failed`); the backoff doubles from 1 s to 1 min between them"})

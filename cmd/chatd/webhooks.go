@@ -17,7 +17,8 @@ const webhooksKey = "webhooks"
 // fileWebhook is one entry of the config file's webhooks list.
 type fileWebhook struct {
 	URL string `yaml:"url"`
-	// Secret is whsec_…; empty takes --webhook-secret.
+	// Secret is whsec_…, or several (a list, or separated by spaces) while
+	// one is rotated; empty takes --webhook-secret.
 	Secret string `yaml:"secret"`
 	// Events are the kinds it receives (message, edit, delete, reaction,
 	// notify, member, read);

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -46,6 +48,24 @@ webhooks:
 	}
 	if n := len(s.node.Webhook.Endpoints); n != 2 || s.node.Webhook.Endpoints[1].URL != "https://flag.example/2" {
 		t.Fatalf("--webhook twice over CHATD_WEBHOOK: got %+v, want the two flag URLs", s.node.Webhook.Endpoints)
+	}
+}
+
+// While a secret is rotated, an entry's secret is a list, and
+// CHATD_WEBHOOK_SECRET holds several separated by spaces: every one of them
+// reaches the endpoint, which signs with each.
+func TestWebhookSecretsWhileRotating(t *testing.T) {
+	const other = "whsec_c2Vjb25kIHNlY3JldCBvZiAyNCBieXRlcw=="
+	path := mustConfigFile(t, "webhooks:\n  - url: https://file.example/hook\n    secret: ["+other+", "+testSecret+"]\n")
+	t.Setenv("CHATD_WEBHOOK_SECRET", testSecret+" "+other)
+	s, err := parseWith(t, "--config", path, "--webhook", "https://flag.example/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.node.Webhook.Endpoints {
+		if keys, err := webhook.ParseSecrets(e.Secret); err != nil || len(keys) != 2 {
+			t.Errorf("%s: secret %q gives %d keys, %v; want 2", e.URL, e.Secret, len(keys), err)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/elect"
@@ -57,7 +58,8 @@ type Endpoint struct {
 	// URL receives a POST per event. Required: http or https.
 	URL string
 	// Secret signs the requests: whsec_ followed by the base64 of the key.
-	// Required.
+	// Required. Several, separated by spaces or commas, sign each request
+	// with every one of them (ParseSecrets), for rotating a secret.
 	Secret string
 	// Kinds are the event kinds it receives. Empty means every kind,
 	// notifications included while they are on.
@@ -221,7 +223,7 @@ func (e *Endpoint) check() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("webhook %q: want an http:// or https:// URL", redact(e.URL))
 	}
-	if _, err := ParseSecret(e.Secret); err != nil {
+	if _, err := ParseSecrets(e.Secret); err != nil {
 		return fmt.Errorf("webhook %s: %w", redact(e.URL), err)
 	}
 	for _, k := range e.Kinds {
@@ -238,6 +240,35 @@ func kindList() string {
 		s[i] = string(k)
 	}
 	return strings.Join(s, ", ")
+}
+
+// MaxSecrets is how many secrets may sign one endpoint's requests: the new
+// and the old one while a secret is rotated, and one more to spare.
+const MaxSecrets = 3
+
+// ParseSecrets returns the signing keys of secrets: one whsec_<base64>
+// secret, or several separated by spaces or commas (neither is in base64's
+// alphabet), each of which signs every request.
+func ParseSecrets(secrets string) ([][]byte, error) {
+	parts := strings.FieldsFunc(secrets, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if len(parts) == 0 {
+		return nil, errors.New("no secret: set whsec_ followed by the base64 of the key (e.g. whsec_$(openssl rand -base64 32))")
+	}
+	if len(parts) > MaxSecrets {
+		return nil, fmt.Errorf("%d secrets: at most %d sign at once (the new and the old while rotating)", len(parts), MaxSecrets)
+	}
+	keys := make([][]byte, len(parts))
+	for i, p := range parts {
+		key, err := ParseSecret(p)
+		if err != nil {
+			if len(parts) > 1 {
+				return nil, fmt.Errorf("secret %d of %d: %w", i+1, len(parts), err)
+			}
+			return nil, err
+		}
+		keys[i] = key
+	}
+	return keys, nil
 }
 
 // ParseSecret returns the signing key of a whsec_<base64> secret.

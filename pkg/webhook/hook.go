@@ -36,10 +36,10 @@ type hookMetrics struct {
 }
 
 func newHook(d *Deliverer, e Endpoint, src source) *hook {
-	key, _ := ParseSecret(e.Secret) // checked by Config.setDefaults
+	keys, _ := ParseSecrets(e.Secret) // checked by Config.setDefaults
 	name := ConsumerName(e.URL) + src.suffix
 	log := d.log.With("endpoint", name, "url", redact(e.URL))
-	h := &hook{d: d, cfg: &d.cfg, ep: e, src: src, name: name, signer: NewSigner(key), log: log, sampled: logsample.New(log, logsample.Config{}),
+	h := &hook{d: d, cfg: &d.cfg, ep: e, src: src, name: name, signer: NewSigner(keys...), log: log, sampled: logsample.New(log, logsample.Config{}),
 		m: hookMetrics{
 			delivered: d.metrics.delivered.WithLabelValues(name), failed: d.metrics.failed.WithLabelValues(name),
 			deadLettered: d.metrics.deadLettered.WithLabelValues(name), lag: d.metrics.lag.WithLabelValues(name),

@@ -16,23 +16,36 @@ func Sign(key []byte, id string, ts int64, body []byte) string {
 	return string(NewSigner(key).AppendSignature(nil, id, ts, body))
 }
 
-// Signer signs as Sign does with one key, reusing its HMAC state between
-// calls: an endpoint signs every event it posts. Safe for concurrent use.
+// Signer signs as Sign does with each of its keys, reusing the HMAC state
+// between calls: an endpoint signs every event it posts. Safe for
+// concurrent use.
 type Signer struct {
 	pool sync.Pool // of *macState
 }
 
 type macState struct {
-	mac    hash.Hash
+	macs   []hash.Hash // one per key, in the keys' order
 	sum    [sha256.Size]byte
 	prefix []byte // "id.ts."
 }
 
-// NewSigner returns a Signer for key (the bytes after whsec_, decoded).
-func NewSigner(key []byte) *Signer {
-	key = append([]byte(nil), key...)
+// NewSigner returns a Signer for keys (the bytes after whsec_, decoded).
+// With more than one, a header carries a signature by each, separated by
+// spaces, as the specification allows for rotating a secret: a receiver
+// that verifies with any one of the keys accepts the request.
+func NewSigner(keys ...[]byte) *Signer {
+	own := make([][]byte, len(keys))
+	for i, k := range keys {
+		own[i] = append([]byte(nil), k...)
+	}
 	s := &Signer{}
-	s.pool.New = func() any { return &macState{mac: hmac.New(sha256.New, key)} }
+	s.pool.New = func() any {
+		st := &macState{macs: make([]hash.Hash, len(own))}
+		for i, k := range own {
+			st.macs[i] = hmac.New(sha256.New, k)
+		}
+		return st
+	}
 	return s
 }
 
@@ -40,13 +53,19 @@ func NewSigner(key []byte) *Signer {
 func (s *Signer) AppendSignature(dst []byte, id string, ts int64, body []byte) []byte {
 	st := s.pool.Get().(*macState)
 	defer s.pool.Put(st)
-	st.mac.Reset()
 	st.prefix = append(append(st.prefix[:0], id...), '.')
 	st.prefix = append(strconv.AppendInt(st.prefix, ts, 10), '.')
-	st.mac.Write(st.prefix)
-	st.mac.Write(body)
-	dst = append(dst, "v1,"...)
-	return base64.StdEncoding.AppendEncode(dst, st.mac.Sum(st.sum[:0]))
+	for i, mac := range st.macs {
+		mac.Reset()
+		mac.Write(st.prefix)
+		mac.Write(body)
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, "v1,"...)
+		dst = base64.StdEncoding.AppendEncode(dst, mac.Sum(st.sum[:0]))
+	}
+	return dst
 }
 
 // WebhookID is the webhook-id of message msgID sent to the endpoint whose
