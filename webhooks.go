@@ -24,3 +24,26 @@ type WebhookFailure struct {
 	LastError string          `json:"last_error"`
 	FailedAt  time.Time       `json:"failed_at"`
 }
+
+// WebhookReplay is what one replay of many dead letters did
+// (docs/integrations.md, "Dead letters and replay").
+type WebhookReplay struct {
+	// Replayed counts the dead letters their endpoints took (they left the
+	// dead letters).
+	Replayed int `json:"replayed"`
+	// Left counts the dead letters still set aside afterwards, of the
+	// endpoint replayed or of all.
+	Left int64 `json:"left"`
+	// Stopped names, per endpoint that refused one, the dead letter it
+	// refused: that endpoint's later ones were not tried, so that it still
+	// gets them in order.
+	Stopped []WebhookReplayStop `json:"stopped"`
+}
+
+// WebhookReplayStop is the dead letter at which a replay stopped for its
+// endpoint, and why.
+type WebhookReplayStop struct {
+	Endpoint string `json:"endpoint"`
+	ID       int64  `json:"id"`
+	Error    string `json:"error"`
+}

@@ -264,18 +264,23 @@ type Config struct {
 	// off: no frames, and the endpoint answers every user offline.
 	Presence Presence
 	// Webhooks answers the admin calls on webhook dead letters
-	// (GET /api/admin/webhooks/failed and its replay). Nil: they answer 404.
+	// (GET /api/admin/webhooks/failed and the replays). Nil: they answer 404.
 	Webhooks WebhookAdmin
 }
 
 // WebhookAdmin is the webhook dead letters as the admin API sees them;
 // *webhook.Deliverer satisfies it.
 type WebhookAdmin interface {
-	// Failed lists dead letters with an id above after, oldest first.
-	Failed(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error)
+	// Failed lists dead letters with an id above after, oldest first,
+	// only endpoint's unless it is empty.
+	Failed(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error)
 	// Replay posts one again; chatd.ErrNotFound for an unknown id, an
 	// error wrapping chatd.ErrUnavailable when the endpoint refused it.
 	Replay(ctx context.Context, id int64) error
+	// ReplayMany replays up to limit of them oldest first, of endpoint or
+	// of all; an error wrapping chatd.ErrConflict when endpoint is not
+	// configured.
+	ReplayMany(ctx context.Context, endpoint string, limit int) (chatd.WebhookReplay, error)
 }
 
 func (c *Config) setDefaults() error {

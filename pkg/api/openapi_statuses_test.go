@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -120,7 +121,7 @@ func TestEveryAPICallAnswers429AsDocumented(t *testing.T) {
 			continue
 		}
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
-			user := "rate" + string(rune('a'+i))
+			user := fmt.Sprintf("rate%d", i)
 			tok, body := apitest.Token(t, testSecret, user, ""), []byte(nil)
 			if c.path == "/api/dev/login" {
 				tok, body = "", []byte(`{"user":"`+user+`"}`)

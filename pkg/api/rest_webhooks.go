@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -25,11 +26,15 @@ type failedPage struct {
 	Next   int64                  `json:"next"`
 }
 
-// webhooksFailed: GET /api/admin/webhooks/failed?after=ID&limit=N → the
-// webhook events set aside after their last attempt, oldest first.
+// webhooksFailed: GET /api/admin/webhooks/failed?endpoint=hook-…&after=ID&limit=N
+// → the webhook events set aside after their last attempt, oldest first.
 func (s *Server) webhooksFailed(c *fiber.Ctx) error {
 	if s.cfg.Webhooks == nil {
 		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
+	}
+	endpoint, err := endpointParam(c)
+	if err != nil {
+		return s.fail(c, err)
 	}
 	after, err := queryInt(c, "after", 0, 0, 1<<62)
 	if err != nil {
@@ -41,7 +46,7 @@ func (s *Server) webhooksFailed(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	failed, err := s.cfg.Webhooks.Failed(ctx, after, int(limit))
+	failed, err := s.cfg.Webhooks.Failed(ctx, endpoint, after, int(limit))
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -80,6 +85,48 @@ func (s *Server) webhookReplay(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// replayManyTimeout bounds a replay of many dead letters: the call answers
+// with what it did by then, and the admin calls again for the rest.
+const replayManyTimeout = time.Minute
+
+// webhooksReplayMany: POST /api/admin/webhooks/failed/replay?endpoint=hook-…&limit=N
+// → replays up to N dead letters oldest first, of one endpoint or of all;
+// 200 with what it did, also when an endpoint refused (its later dead
+// letters wait for the next call, in order).
+func (s *Server) webhooksReplayMany(c *fiber.Ctx) error {
+	if s.cfg.Webhooks == nil {
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
+	}
+	endpoint, err := endpointParam(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	limit, err := queryInt(c, "limit", defaultFailedPage, 1, maxFailedPage)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), replayManyTimeout)
+	defer cancel()
+	rep, err := s.cfg.Webhooks.ReplayMany(ctx, endpoint, int(limit))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if rep.Stopped == nil {
+		rep.Stopped = []chatd.WebhookReplayStop{}
+	}
+	return c.JSON(rep)
+}
+
+// endpointParam is the optional endpoint= of the dead-letter calls: an
+// endpoint's consumer name, as the dead letters name it.
+func endpointParam(c *fiber.Ctx) (string, error) {
+	e := c.Query("endpoint")
+	if e != "" && (!strings.HasPrefix(e, "hook-") || !chatd.ValidChatID(e)) {
+		return "", fmt.Errorf("endpoint %.80q: want an endpoint's consumer name (hook-…), as its dead letters name it: %w", e, chatd.ErrInvalid)
+	}
+	return e, nil
 }
 
 // queryInt parses an optional integer query parameter within [lo, hi].

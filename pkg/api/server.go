@@ -145,6 +145,7 @@ func (s *Server) routes() {
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
 	api.Get("/admin/webhooks/failed", s.requireAdmin, s.webhooksFailed)
+	api.Post("/admin/webhooks/failed/replay", s.requireAdmin, s.webhooksReplayMany)
 	api.Post("/admin/webhooks/failed/:id/replay", s.requireAdmin, s.webhookReplay)
 	s.adminChatRoutes(api)
 	api.Get("/presence", s.presence)

@@ -25,8 +25,12 @@ func (w webhookStore) SetAside(ctx context.Context, f chatd.WebhookFailure) (int
 	return w.s.SetAsideWebhook(ctx, f)
 }
 
-func (w webhookStore) Failures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error) {
-	return w.s.WebhookFailures(ctx, after, limit)
+func (w webhookStore) Failures(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error) {
+	return w.s.WebhookFailures(ctx, endpoint, after, limit)
+}
+
+func (w webhookStore) CountFailures(ctx context.Context, endpoint string) (int64, error) {
+	return w.s.CountWebhookFailures(ctx, endpoint)
 }
 
 func (w webhookStore) Failure(ctx context.Context, id int64) (chatd.WebhookFailure, error) {

@@ -48,10 +48,11 @@ func (s *Store) SetAsideWebhook(ctx context.Context, f chatd.WebhookFailure) (in
 const webhookFailureColumns = `id, endpoint, url, webhook_id, chat_id, seq, message_id, kind, body, attempts, last_error, failed_at`
 
 // WebhookFailures lists set-aside webhook events oldest first, those with
-// an id above after, at most limit of them.
-func (s *Store) WebhookFailures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error) {
+// an id above after, at most limit of them; only endpoint's (a consumer
+// name) unless it is empty.
+func (s *Store) WebhookFailures(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error) {
 	rows, err := s.pool.Query(ctx, `select `+webhookFailureColumns+`
-		from webhook_failures where id > $1 order by id limit $2`, after, limit)
+		from webhook_failures where id > $1 and ($3 = '' or endpoint = $3) order by id limit $2`, after, limit, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook failures: %w", err)
 	}
@@ -60,6 +61,17 @@ func (s *Store) WebhookFailures(ctx context.Context, after int64, limit int) ([]
 		return nil, fmt.Errorf("list webhook failures: %w", err)
 	}
 	return out, nil
+}
+
+// CountWebhookFailures counts the set-aside webhook events, only
+// endpoint's unless it is empty.
+func (s *Store) CountWebhookFailures(ctx context.Context, endpoint string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `select count(*) from webhook_failures where $1 = '' or endpoint = $1`, endpoint).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count webhook failures: %w", err)
+	}
+	return n, nil
 }
 
 // WebhookFailure returns one set-aside webhook event; chatd.ErrNotFound

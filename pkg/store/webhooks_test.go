@@ -38,8 +38,8 @@ func TestWebhookLockIsPerEndpoint(t *testing.T) {
 	again.Release()
 }
 
-// A dead letter keeps its payload byte for byte, pages by id, and is gone
-// once deleted.
+// A dead letter keeps its payload byte for byte, pages by id (of one
+// endpoint or all), is counted, and is gone once deleted.
 func TestWebhookFailures(t *testing.T) {
 	s, _ := mustOpen(t)
 	ctx := context.Background()
@@ -53,9 +53,25 @@ func TestWebhookFailures(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	page, err := s.WebhookFailures(ctx, ids[0], 10)
+	other, err := s.SetAsideWebhook(ctx, chatd.WebhookFailure{Endpoint: "hook-b", URL: "https://y.example", WebhookID: "msg_m_b",
+		Chat: "c1", Seq: 1, MessageID: "m", Kind: chatd.EventMessage, Body: []byte(body), Attempts: 10, LastError: "500"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.WebhookFailures(ctx, "hook-a", ids[0], 10)
 	if err != nil || len(page) != 2 || page[0].ID != ids[1] || page[1].Seq != 3 {
-		t.Fatalf("page after the first: got %+v, %v, want the 2nd and 3rd", page, err)
+		t.Fatalf("hook-a's page after the first: got %+v, %v, want the 2nd and 3rd", page, err)
+	}
+	if page, err := s.WebhookFailures(ctx, "", ids[1], 10); err != nil || len(page) != 2 || page[1].ID != other {
+		t.Fatalf("every endpoint's page after the second: got %+v, %v, want hook-a's 3rd and hook-b's", page, err)
+	}
+	for _, tc := range []struct {
+		endpoint string
+		want     int64
+	}{{"", 4}, {"hook-a", 3}, {"hook-b", 1}, {"hook-c", 0}} {
+		if n, err := s.CountWebhookFailures(ctx, tc.endpoint); err != nil || n != tc.want {
+			t.Errorf("count of %q: got %d, %v, want %d", tc.endpoint, n, err, tc.want)
+		}
 	}
 	f, err := s.WebhookFailure(ctx, ids[0])
 	if err != nil || string(f.Body) != body || f.Attempts != 10 || f.Kind != chatd.EventMessage || f.FailedAt.IsZero() {

@@ -102,7 +102,10 @@ type Store interface {
 	// endpoint whose consumer is name; (nil, false, nil) when another holds it.
 	TryLock(ctx context.Context, name string) (Lock, bool, error)
 	SetAside(ctx context.Context, f chatd.WebhookFailure) (int64, error)
-	Failures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error)
+	// Failures lists dead letters oldest first, only endpoint's unless it
+	// is empty; CountFailures counts them so.
+	Failures(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error)
+	CountFailures(ctx context.Context, endpoint string) (int64, error)
 	Failure(ctx context.Context, id int64) (chatd.WebhookFailure, error)
 	DeleteFailure(ctx context.Context, id int64) error
 }

@@ -59,9 +59,10 @@ func (d *Deliverer) Run(ctx context.Context) error {
 }
 
 // Failed lists the events set aside after their attempts, oldest first,
-// those with an id above after, at most limit.
-func (d *Deliverer) Failed(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error) {
-	return d.cfg.Store.Failures(ctx, after, limit)
+// those with an id above after, at most limit; only endpoint's (a consumer
+// name) unless it is empty.
+func (d *Deliverer) Failed(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error) {
+	return d.cfg.Store.Failures(ctx, endpoint, after, limit)
 }
 
 // ErrUnknownEndpoint: a dead letter of an endpoint no longer configured

@@ -174,8 +174,12 @@ func (a storeAdapter) TryLock(ctx context.Context, name string) (webhook.Lock, b
 func (a storeAdapter) SetAside(ctx context.Context, f chatd.WebhookFailure) (int64, error) {
 	return a.s.SetAsideWebhook(ctx, f)
 }
-func (a storeAdapter) Failures(ctx context.Context, after int64, limit int) ([]chatd.WebhookFailure, error) {
-	return a.s.WebhookFailures(ctx, after, limit)
+func (a storeAdapter) Failures(ctx context.Context, endpoint string, after int64, limit int) ([]chatd.WebhookFailure, error) {
+	return a.s.WebhookFailures(ctx, endpoint, after, limit)
+}
+
+func (a storeAdapter) CountFailures(ctx context.Context, endpoint string) (int64, error) {
+	return a.s.CountWebhookFailures(ctx, endpoint)
 }
 func (a storeAdapter) Failure(ctx context.Context, id int64) (chatd.WebhookFailure, error) {
 	return a.s.WebhookFailure(ctx, id)

@@ -76,7 +76,7 @@ func TestAlways500DeadLettersThenReplay(t *testing.T) {
 	var failed []chatd.WebhookFailure
 	testwait.Until(t, "two dead letters", func() bool {
 		var err error
-		failed, err = d.Failed(ctx, 0, 10)
+		failed, err = d.Failed(ctx, "", 0, 10)
 		return err == nil && len(failed) == 2
 	})
 	for _, f := range failed {
@@ -110,7 +110,7 @@ func TestAlways500DeadLettersThenReplay(t *testing.T) {
 	if len(rc.got) != 2 || rc.got[0].id != failed[0].WebhookID || rc.got[1].id != failed[1].WebhookID {
 		t.Fatalf("replayed: got %+v, want the two dead letters' webhook-ids", rc.got)
 	}
-	if left, _ := d.Failed(ctx, 0, 10); len(left) != 0 {
+	if left, _ := d.Failed(ctx, "", 0, 10); len(left) != 0 {
 		t.Fatalf("dead letters after replay: got %d, want 0", len(left))
 	}
 }
