@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/reclaim"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -82,5 +83,53 @@ func TestWebhookConsumerHoldsFloor(t *testing.T) {
 	}
 	if snap.Floor != 5 || snap.First != 5 {
 		t.Fatalf("floor %d (first %d) with push-a done to 10 and hook-0123 to 4, want 5 (consumers %+v)", snap.Floor, snap.First, snap.Consumers)
+	}
+}
+
+// A consumer that filters out part of the stream (a node's live delivery
+// skips the messages every recipient took live, published apart) holds
+// the floor only at what it still needs: once it has acked everything in
+// its filter, the messages after it, all outside the filter, do not keep
+// the stream from being purged. JetStream leaves such a consumer's ack
+// floor at the last message it took. A consumer with a message still
+// pending keeps holding it.
+func TestFilteredConsumerHoldsOnlyWhatItNeeds(t *testing.T) {
+	js, s := mustStream(t)
+	ctx := context.Background()
+	node, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "push-a", AckPolicy: jetstream.AckExplicitPolicy,
+		FilterSubject: stream.SubjectPrefix + "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, 5)
+	for range 5 {
+		if _, err := js.Publish(ctx, stream.SubjectPrefix+"taken.c", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, err := node.Fetch(5, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Floor != 11 {
+		t.Fatalf("floor %d with push-a done with the 5 messages of its filter and 5 outside it after them, want 11 (consumers %+v)", snap.Floor, snap.Consumers)
+	}
+
+	publish(t, js, 1) // seq 11, in its filter, not taken yet
+	if snap, err = r.Inspect(ctx); err != nil || snap.Floor > 11 {
+		t.Fatalf("with seq 11 pending for push-a: floor %d, %v; want 11 or lower", snap.Floor, err)
 	}
 }

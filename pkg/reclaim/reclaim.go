@@ -170,7 +170,7 @@ func (r *Reclaimer) compute(ctx context.Context) (Snapshot, error) {
 	if r.cfg.Pins != nil {
 		pins = r.cfg.Pins.PinSeqs()
 	}
-	consumers, err := r.consumerFloors(ctx)
+	consumers, err := r.consumerFloors(ctx, last)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -197,14 +197,24 @@ func (r *Reclaimer) detectReset(last uint64) bool {
 	return reset
 }
 
-func (r *Reclaimer) consumerFloors(ctx context.Context) ([]ConsumerFloor, error) {
+// consumerFloors lists the floor-holding consumers' ack floors; last is
+// the stream's last seq, read before the listing.
+func (r *Reclaimer) consumerFloors(ctx context.Context, last uint64) ([]ConsumerFloor, error) {
 	lister := r.cfg.Stream.ListConsumers(ctx)
 	var floors []ConsumerFloor
 	for ci := range lister.Info() {
 		if !r.holdsFloor(ci.Name) {
 			continue // not a node's nor an endpoint's: a debugging consumer must not hold the floor
 		}
-		floors = append(floors, ConsumerFloor{Name: ci.Name, AckFloor: ci.AckFloor.Stream})
+		floor := ci.AckFloor.Stream
+		if ci.NumPending == 0 && ci.NumAckPending == 0 {
+			// Caught up: it needs nothing the stream held when compute
+			// read its last seq (before this listing). A filtered
+			// consumer's own ack floor stays at the last message it took
+			// while the messages after it are all outside its filter.
+			floor = max(floor, last)
+		}
+		floors = append(floors, ConsumerFloor{Name: ci.Name, AckFloor: floor})
 	}
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("list consumers: %w", err)
