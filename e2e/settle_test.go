@@ -1,12 +1,20 @@
 package e2e_test
 
 import (
+	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/testpg"
+	"github.com/chatd/chatd/internal/testwait"
+	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/notify"
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
+	"github.com/chatd/chatd/pkg/webhook"
 )
 
 // singleNode runs a node on the embedded NATS (so its relay keeps settled
@@ -66,5 +74,62 @@ func TestSingleNodeWithSettleOffPublishesEveryMessage(t *testing.T) {
 	}
 	if _, last := rn.streamState(t); last != uint64(len(all)) {
 		t.Fatalf("stream last seq %d, want all %d messages published", last, len(all))
+	}
+}
+
+// With a webhook on one node, every message reaches the stream, for the
+// endpoint, and the endpoint gets each one; but those every recipient took
+// live go under the taken subjects, which the node's live delivery and the
+// notifier do not read: their consumers are handed only the rest.
+func TestSingleNodeWithAWebhookKeepsTakenMessagesFromLiveDelivery(t *testing.T) {
+	recv, secret := newHookReceiver(t, 0)
+	srv := httptest.NewServer(recv)
+	t.Cleanup(srv.Close)
+	rn := singleNode(t, testpg.NewDatabase(t), node.Config{Notify: notify.Config{After: 300 * time.Millisecond},
+		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{
+			{URL: srv.URL, Secret: secret, Kinds: []chatd.EventKind{chatd.EventMessage, chatd.EventNotify}}}}})
+	all := exchange(t, rn, 40)
+	// Two more to carol, who never connects: not taken by everyone, so
+	// live delivery and the notifier get them, and carol is notified.
+	tok := apitest.Token(t, []byte(testSecret), "alice", chatd.DefaultDevice)
+	var chat struct{ ID string }
+	apitest.PostJSON(t, rn.URL()+"/api/chats/direct", tok, `{"user":"carol"}`, &chat)
+	for _, cid := range []string{"c1", "c2"} {
+		var a struct{ ID string }
+		apitest.PostJSON(t, rn.URL()+"/api/chats/"+chat.ID+"/messages", tok, `{"cid":"`+cid+`","body":"are you there?"}`, &a)
+		all = append(all, a.ID)
+	}
+	testwait.For(t, 20*time.Second, "the endpoint to get every message", func() bool { return recv.distinct(t) == len(all) })
+	testwait.For(t, 10*time.Second, "carol's notification", func() bool { return rn.metric(t, "chatd_notify_sent_total") == 1 })
+
+	taken := rn.metric(t, "chatd_relay_settled_total")
+	published := rn.metric(t, "chatd_relay_published_total")
+	t.Logf("%v of %d messages taken live by everyone, %v published in all", taken, len(all), published)
+	if taken == 0 {
+		t.Fatalf("no message went under the taken subjects (published %v of %d)", published, len(all))
+	}
+	if published != float64(len(all)) {
+		t.Fatalf("published %v, want every one of the %d messages: the endpoint needs each", published, len(all))
+	}
+	if _, last := rn.streamState(t); last != uint64(len(all)) {
+		t.Fatalf("stream last seq %d, want all %d messages", last, len(all))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range []string{push.ConsumerName("solo"), notify.ConsumerName} {
+		c, err := rn.JetStream().Consumer(ctx, stream.DefaultName, name)
+		if err != nil {
+			t.Fatalf("consumer %s: %v", name, err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := info.Delivered.Consumer, uint64(len(all))-uint64(taken); got != want {
+			t.Errorf("consumer %s was handed %d messages, want the %d not taken by everyone", name, got, want)
+		}
+	}
+	if taken > float64(len(all)-2) {
+		t.Errorf("%v messages taken, but carol took neither of hers", taken)
 	}
 }

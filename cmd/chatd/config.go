@@ -290,7 +290,7 @@ func declareWebhooks(f *envFlags, s *settings) {
 	c := &s.node
 	f.Repeated(&s.webhookURLs, "webhook", "CHATD_WEBHOOK", doc{group: groupWebhooks, unset: "none",
 		short: "POST every event here; repeatable",
-		long:  "POST every event (message, edit, delete, reaction, member changes, reads, and offline notifications: `--notify-after`) to this URL, signed as Standard Webhooks says; repeat for more endpoints (the variable: comma-separated). Per-endpoint secrets and event filters: the config file's `webhooks` list (docs/integrations.md). Turns settling off"})
+		long:  "POST every event (message, edit, delete, reaction, member changes, reads, and offline notifications: `--notify-after`) to this URL, signed as Standard Webhooks says; repeat for more endpoints (the variable: comma-separated). Per-endpoint secrets and event filters: the config file's `webhooks` list (docs/integrations.md). Every event then goes through the delivery stream; those every recipient took live apart from live delivery"})
 	f.String(&s.webhookSecret, "webhook-secret", "CHATD_WEBHOOK_SECRET", "", doc{group: groupWebhooks, unset: "none",
 		short: "whsec_ signing key; set by env",
 		long:  "`whsec_` and the base64 of the key that signs webhook requests (`whsec_$(openssl rand -base64 32)`); several, separated by spaces, sign each request with each, for rotating a secret (docs/integrations.md); set it in the environment: a flag is visible in the process list"})

@@ -40,9 +40,12 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 		return err
 	}
 	off := cfg.settleOff()
-	if off == "" {
+	switch {
+	case cfg.settlesTaken():
+		n.log.Info("settling on: messages every local connection acked go to the webhooks only, not through live delivery, while no other consumer needs them (--settle off publishes every one for all)")
+	case off == "":
 		n.log.Info("settling on: messages every local connection acked stay out of the delivery stream while no other consumer reads it (--settle off publishes every one)")
-	} else {
+	default:
 		n.log.Info("settling off: every message goes to the delivery stream", "because", off)
 	}
 	if err := n.buildNotify(ctx, cfg); err != nil {
@@ -101,6 +104,9 @@ func (n *Node) buildNotify(ctx context.Context, cfg *Config) error {
 	}
 	nc := cfg.Notify
 	nc.JS, nc.Stream, nc.Out, nc.SubjectPrefix = n.js, cfg.Stream.Name, cfg.notifyStream(), cfg.notifySubjects()
+	if cfg.settlesTaken() {
+		nc.Filter = cfg.liveSubjects()
+	}
 	nc.Replicas, nc.Store, nc.Logger, nc.Registerer = cfg.Stream.Replicas, notifyStore{n.Store}, n.log, n.reg
 	var err error
 	if n.Notifier, n.Recorder, err = notify.New(nc); err != nil {
@@ -130,6 +136,9 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	pc := cfg.Push
 	pc.NodeID, pc.JS, pc.Stream = n.nodeID, n.js, cfg.Stream.Name
 	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
+	if cfg.settlesTaken() {
+		pc.Filter, pc.TakenPrefix, pc.TakenSkippers = cfg.liveSubjects(), cfg.takenSubjects(), []string{notify.ConsumerName}
+	}
 	pc.Seen = func(e *chatd.Envelope) { n.marks.note(e.Message.Chat, e.Message.Seq, e.OutboxID) }
 	pc.Logger, pc.Registerer = n.log, n.reg
 	if n.Recorder != nil {
@@ -153,6 +162,9 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	rc.Settler = nil
 	if settle {
 		rc.Settler = n.Push
+		if cfg.settlesTaken() {
+			rc.TakenPrefix = cfg.takenSubjects()
+		}
 	} else {
 		rc.SettleWait = 0 // the relay's default: it waits for no acks without a Settler
 	}

@@ -187,10 +187,16 @@ func (c *Config) settleOff() string {
 		return "NATS is external (--nats-url): other nodes may read the stream"
 	case c.NATSListen != "" && c.DatabaseURL != "":
 		return "the embedded NATS listens (--nats-listen) and the database is external (--database-url): another node could join"
-	case len(c.Webhook.Endpoints) > 0:
-		return "webhooks are configured (--webhook): they need every event in the stream"
 	}
 	return ""
+}
+
+// settlesTaken: the node settles and webhooks need every event in the
+// stream, so the relay publishes settled messages too, those every
+// recipient took live under takenSubjects, which live delivery and the
+// notifier do not read (stream.RelayConfig.TakenPrefix).
+func (c *Config) settlesTaken() bool {
+	return c.settleOff() == "" && len(c.Webhook.Endpoints) > 0
 }
 
 func (c *Config) setDefaults() error {

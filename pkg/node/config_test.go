@@ -147,16 +147,29 @@ func TestPresenceRefreshMustBeUnderHalfTheTTL(t *testing.T) {
 	}
 }
 
-// A webhook needs every event in the stream: settling (which keeps events
-// every local connection acked out of it) is off whenever one is configured.
-func TestWebhookTurnsSettlingOff(t *testing.T) {
+// A webhook needs every event in the stream: with one configured a
+// settling node publishes settled messages too (under the taken subjects
+// when every recipient took them live), and a node that does not settle
+// has nothing to add.
+func TestWebhookPublishesSettledMessages(t *testing.T) {
 	c := Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 200 * time.Millisecond},
 		Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: "https://x.example/h"}}}}
 	if err := c.setDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if why := c.settleOff(); !strings.Contains(why, "webhook") {
-		t.Fatalf("settling with a webhook: off because %q, want off because of the webhook", why)
+	if why := c.settleOff(); why != "" || !c.settlesTaken() {
+		t.Fatalf("a single node with a webhook: settling off because %q, taken %v; want settling, taken apart", why, c.settlesTaken())
+	}
+	if got, want := c.takenSubjects(), c.streamSubjects()+"taken."; got != want || !strings.HasPrefix(c.liveSubjects(), c.streamSubjects()) {
+		t.Fatalf("taken subjects %q, want %q", got, want)
+	}
+	c.NATSURL = "nats://x.example:4222"
+	if c.settlesTaken() {
+		t.Fatal("with an external NATS (no settling) the node publishes taken messages apart")
+	}
+	c.NATSURL, c.Webhook.Endpoints = "", nil
+	if c.settlesTaken() {
+		t.Fatal("without a webhook the node publishes taken messages apart rather than keeping them out")
 	}
 }
 

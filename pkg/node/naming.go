@@ -41,6 +41,14 @@ func (c *Config) setNaming() error {
 // streamSubjects is the delivery stream's subject prefix (ends in a dot).
 func (c *Config) streamSubjects() string { return c.SubjectPrefix + ".out." }
 
+// takenSubjects is where a settling node with webhooks publishes the
+// messages every recipient took live (stream.RelayConfig.TakenPrefix): in
+// the delivery stream, one token deeper than a chat's subject, so that
+// liveSubjects, the filter of live delivery and the notifier, leaves them
+// out. A chat id is one token, so no chat's subject is among them.
+func (c *Config) takenSubjects() string { return c.streamSubjects() + "taken." }
+func (c *Config) liveSubjects() string  { return c.streamSubjects() + "*" }
+
 // notifySubjects is the notification stream's subject prefix (ends in a
 // dot), and notifyStream its name.
 func (c *Config) notifySubjects() string { return c.SubjectPrefix + ".notify." }

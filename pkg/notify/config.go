@@ -72,6 +72,13 @@ type Config struct {
 	// Required.
 	JS     jetstream.JetStream
 	Stream string
+	// Filter, if set, is the one subject filter of the notifier's consumer
+	// of the delivery stream (the node sets <prefix>.out.*): the messages
+	// every recipient took live, which the relay publishes under another
+	// prefix, never come to it. Nobody is behind on those, so no window
+	// they would have opened could end in a notification. Empty: every
+	// subject.
+	Filter string
 	// Out is the notification stream's name and SubjectPrefix its
 	// subjects' start (a notification of chat C goes to SubjectPrefix+C);
 	// Replicas its replica count. Required, but for Replicas (zero: 1).

@@ -110,6 +110,7 @@ func (n *Notifier) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		// holding the stream's purge floor.
 		InactiveThreshold: 26 * time.Hour,
 		DeliverPolicy:     jetstream.DeliverNewPolicy,
+		FilterSubject:     n.cfg.Filter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName, err)

@@ -77,6 +77,19 @@ type Config struct {
 	// stream's consumers, and while any but this node's exists no message
 	// reads settled. False: no account is kept, nothing reads settled.
 	Settle bool
+	// Filter, if set, is the one subject filter of this node's consumer
+	// (the node sets <prefix>.out.*, one token after it): what the relay
+	// publishes under its TakenPrefix never comes to it. Empty: it reads
+	// every subject of the stream.
+	Filter string
+	// TakenPrefix, with Settle, says that the relay publishes the settled
+	// messages every recipient took live under TakenPrefix+chat rather than
+	// keeping them out of the stream (stream.RelayConfig.TakenPrefix). Then
+	// another consumer keeps the node settling if it reads those subjects
+	// (no filter, or one that takes them) or is named in TakenSkippers,
+	// which need none of them (the notifier: nobody is behind on them).
+	TakenPrefix   string
+	TakenSkippers []string
 	// AloneCheck, with Settle, is how often Run lists the stream's
 	// consumers. A message reads settled only once a listing begun after its
 	// fast path found none but this node's, so it bounds how long an acked

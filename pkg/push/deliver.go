@@ -24,8 +24,11 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 	}
 	var out *Outgoing // made for the first connection that gets a frame
 	var got []*session
-	missed := false
+	missed, offline := false, false
 	for _, user := range recipients {
+		if user != m.From && len(r.byUser[user]) == 0 {
+			offline = true
+		}
 		for _, s := range r.byUser[user] {
 			if user == m.From && s.conn.Device() == m.Device {
 				continue
@@ -62,7 +65,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			}
 		}
 	}
-	r.settle.handled(m.ID, got, missed, now)
+	r.settle.handled(m.ID, got, missed, offline, now)
 }
 
 // handle takes one message from the node's consumer.

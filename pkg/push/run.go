@@ -135,6 +135,7 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 		// existed is for history, not for it. This is why no session may
 		// register (and get `hello`) before the consumer exists.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
+		FilterSubject: r.cfg.Filter,
 	}
 	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, r.cfg.Stream, want)
 	if err != nil {

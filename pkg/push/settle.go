@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,7 +34,10 @@ import (
 // was committed, its consumer existed before that listing began and was
 // seen; if it was registered later, its client reads the message from
 // history. Any other consumer (an integration's, one made with the nats CLI)
-// turns settling off the same way, for as long as it exists.
+// turns settling off the same way, for as long as it exists; except, while
+// the relay publishes taken messages apart (Config.TakenPrefix), one that
+// reads them or needs none of them (Config.TakenSkippers): nothing is kept
+// from it.
 
 // settling is the single-node settle state machine and the one owner of
 // its state (docs/architecture.md, "Settled on one node", draws it): the
@@ -66,6 +70,10 @@ type localEntry struct {
 	// missed is set when a registered recipient connection did not get the
 	// frame (its queue was full): only the stream delivery reaches it.
 	missed bool
+	// offline is set when a recipient other than the sender had no
+	// registered connection: settled, the message was still not taken
+	// live by everyone (Taken).
+	offline bool
 	// sessions got the frame; forget drops their fast entries once the
 	// message is settled, since no stream delivery will come to do it.
 	sessions []*session
@@ -78,11 +86,11 @@ func newSettling(on bool) settling {
 
 // handled records what the fast path did with message id: handed to
 // sessions, and missed a registered recipient connection or not.
-func (st *settling) handled(id string, sessions []*session, missed bool, now time.Time) {
+func (st *settling) handled(id string, sessions []*session, missed, offline bool, now time.Time) {
 	if !st.on {
 		return
 	}
-	st.local[id] = &localEntry{waiting: len(sessions), missed: missed, sessions: sessions, at: now}
+	st.local[id] = &localEntry{waiting: len(sessions), missed: missed, offline: offline, sessions: sessions, at: now}
 }
 
 // done counts down message id for a connection that acked it or left live
@@ -99,6 +107,13 @@ func (st *settling) done(id string) {
 func (st *settling) settled(id string) bool {
 	le := st.local[id]
 	return le != nil && !le.missed && le.waiting <= 0 && le.at.Before(st.aloneAt)
+}
+
+// taken: the fast path found a connection of every recipient but the
+// sender (asked of settled messages only).
+func (st *settling) taken(id string) bool {
+	le := st.local[id]
+	return le != nil && !le.offline
 }
 
 // listed takes the answer of a listing of the stream's consumers that
@@ -152,6 +167,15 @@ func (r *Registry) Settled(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.settle.settled(id)
+}
+
+// Taken reports whether a settled message reached a connection of every
+// recipient but its sender (see Config.TakenPrefix). Implements
+// stream.Settler.
+func (r *Registry) Taken(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.settle.taken(id)
 }
 
 // AloneCheckFor is Config.AloneCheck for a relay's settle wait: a message
@@ -212,7 +236,10 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	return str
 }
 
-// otherConsumers names the stream's consumers other than this node's.
+// otherConsumers names the stream's consumers other than this node's that
+// end settling: every one, unless the relay publishes taken messages
+// (Config.TakenPrefix); then those that read them, and the skippers that
+// need none of them, do not.
 func (r *Registry) otherConsumers(ctx context.Context, str *jetstream.Stream) ([]string, error) {
 	if *str == nil {
 		s, err := r.cfg.JS.Stream(ctx, r.cfg.Stream)
@@ -222,17 +249,65 @@ func (r *Registry) otherConsumers(ctx context.Context, str *jetstream.Stream) ([
 		*str = s
 	}
 	var others []string
-	names := (*str).ConsumerNames(ctx)
-	for name := range names.Name() {
-		if name != ConsumerName(r.cfg.NodeID) {
-			others = append(others, name)
+	if r.cfg.TakenPrefix == "" {
+		// Names only: every other consumer counts, and a listing of names
+		// is the lighter call of the two, made every AloneCheck.
+		names := (*str).ConsumerNames(ctx)
+		for name := range names.Name() {
+			if name != ConsumerName(r.cfg.NodeID) {
+				others = append(others, name)
+			}
 		}
-	}
-	if err := names.Err(); err != nil {
-		return nil, fmt.Errorf("consumers of %s: %w", r.cfg.Stream, err)
+		if err := names.Err(); err != nil {
+			return nil, fmt.Errorf("consumers of %s: %w", r.cfg.Stream, err)
+		}
+	} else {
+		list := (*str).ListConsumers(ctx)
+		for ci := range list.Info() {
+			if ci.Name != ConsumerName(r.cfg.NodeID) && !r.readsTaken(ci) {
+				others = append(others, ci.Name)
+			}
+		}
+		if err := list.Err(); err != nil {
+			return nil, fmt.Errorf("consumers of %s: %w", r.cfg.Stream, err)
+		}
 	}
 	slices.Sort(others)
 	return others, nil
+}
+
+// readsTaken reports whether a consumer gets what a settled message needs
+// while the relay publishes taken messages: it reads their subjects, or
+// it is one that needs none of them.
+func (r *Registry) readsTaken(ci *jetstream.ConsumerInfo) bool {
+	if slices.Contains(r.cfg.TakenSkippers, ci.Name) {
+		return true
+	}
+	filters := ci.Config.FilterSubjects
+	if ci.Config.FilterSubject != "" {
+		filters = append(filters, ci.Config.FilterSubject)
+	}
+	if len(filters) == 0 {
+		return true
+	}
+	// A chat id is one token, so a taken message's subject is the prefix
+	// and one token more.
+	return slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, r.cfg.TakenPrefix+"c") })
+}
+
+// subjectMatches reports whether filter, with NATS's wildcards (* one
+// token, > one or more at the end), matches the literal subject.
+func subjectMatches(filter, subject string) bool {
+	fs, ss := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, f := range fs {
+		if f == ">" {
+			return len(ss) > i
+		}
+		if i >= len(ss) || (f != "*" && f != ss[i]) {
+			return false
+		}
+	}
+	return len(fs) == len(ss)
 }
 
 // Forget drops the account of messages the relay is done with (their rows

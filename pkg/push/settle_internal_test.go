@@ -17,8 +17,10 @@ func TestSettlingStateMachine(t *testing.T) {
 	a, b := &session{fast: map[string]fastEntry{}}, &session{fast: map[string]fastEntry{}}
 
 	st := newSettling(true)
-	st.handled("m1", []*session{a, b}, false, at(0))
-	st.handled("missed", []*session{a}, true, at(0))
+	st.handled("m1", []*session{a, b}, false, false, at(0))
+	st.handled("missed", []*session{a}, true, false, at(0))
+	st.handled("away", []*session{a}, false, true, at(0)) // a recipient had no connection
+	st.done("away")
 	st.done("m1")
 	st.done("missed")
 	if st.settled("m1") {
@@ -36,6 +38,11 @@ func TestSettlingStateMachine(t *testing.T) {
 		t.Fatalf("after a listing begun later: m1 %v, missed %v, unknown %v; want only m1 settled",
 			st.settled("m1"), st.settled("missed"), st.settled("unknown"))
 	}
+	// Settled as well, but not taken by everyone: one recipient was away.
+	if !st.settled("away") || !st.taken("m1") || st.taken("away") {
+		t.Fatalf("away settled %v, m1 taken %v, away taken %v; want away settled, only m1 taken",
+			st.settled("away"), st.taken("m1"), st.taken("away"))
+	}
 	if changed := st.listed(at(2), true); !changed || st.settled("m1") {
 		t.Fatalf("another consumer: changed %v, m1 settled %v; want changed and m1 not settled", changed, st.settled("m1"))
 	}
@@ -44,15 +51,37 @@ func TestSettlingStateMachine(t *testing.T) {
 	}
 
 	a.fast["m1"], b.fast["m1"] = fastEntry{at: at(0)}, fastEntry{at: at(0)}
-	st.forget([]string{"m1"}, []string{"missed"})
+	st.forget([]string{"m1", "away"}, []string{"missed"})
 	if len(st.local) != 0 || len(a.fast) != 0 || len(b.fast) != 0 {
 		t.Fatalf("after forget: %d accounts, fast entries %d and %d; want none", len(st.local), len(a.fast), len(b.fast))
 	}
 
 	off := newSettling(false)
-	off.handled("m2", nil, false, at(0))
+	off.handled("m2", nil, false, false, at(0))
 	off.listed(at(1), false)
 	if off.settled("m2") {
 		t.Fatal("settling off: m2 reads settled")
+	}
+}
+
+// NATS's wildcards as the alone check reads other consumers' filters.
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"chat.out.taken.c", "chat.out.taken.c", true},
+		{"chat.out.>", "chat.out.taken.c", true},
+		{"chat.out.*", "chat.out.taken.c", false},
+		{"chat.out.*.*", "chat.out.taken.c", true},
+		{"chat.*.taken.*", "chat.out.taken.c", true},
+		{">", "chat.out.taken.c", true},
+		{"chat.out.taken.c.>", "chat.out.taken.c", false},
+		{"chat.out.taken", "chat.out.taken.c", false},
+		{"chat.out.taken.c.d", "chat.out.taken.c", false},
+	} {
+		if got := subjectMatches(tc.filter, tc.subject); got != tc.want {
+			t.Errorf("subjectMatches(%q, %q) = %v, want %v", tc.filter, tc.subject, got, tc.want)
+		}
 	}
 }

@@ -192,3 +192,52 @@ func TestAnotherConsumerStopsSettling(t *testing.T) {
 		})
 	}
 }
+
+// While the relay publishes taken messages apart (webhooks), a consumer
+// that reads them (an endpoint's: no filter; or one whose filter takes
+// them) and a named skipper (the notifier) keep the node settling; one that
+// filters them out (another node's live delivery) ends it. A message is
+// taken only when every recipient but the sender had a connection.
+func TestTakenModeAndOtherConsumers(t *testing.T) {
+	const live, taken = stream.SubjectPrefix + "*", stream.SubjectPrefix + "taken."
+	for _, tc := range []struct {
+		name, filter string
+		settles      bool
+	}{
+		{"hook-0123456789ab", "", true},
+		{"view", stream.SubjectPrefix + ">", true},
+		{"taken-only", taken + "*", true},
+		{"hook-notify", live, true},
+		{push.ConsumerName("b"), live, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			r := mustRegistry(t, e, "a", func(c *push.Config) {
+				c.Lease, c.Settle, c.AloneCheck = 10*time.Second, true, time.Hour
+				c.Filter, c.TakenPrefix, c.TakenSkippers = live, taken, []string{"hook-notify"}
+			})
+			bob := &recConn{user: "bob", device: "phone"}
+			attachAll(t, r, bob)
+			if _, err := e.js.CreateConsumer(context.Background(), stream.DefaultName, jetstream.ConsumerConfig{
+				Durable: tc.name, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy, FilterSubject: tc.filter,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			m := e.newMsg("alice")
+			r.FastPath(&m, []string{"alice", "bob"})
+			r.Ack(bob, []string{m.ID})
+			if got := settled(t, r, m.ID); got != tc.settles {
+				t.Fatalf("with consumer %s (filter %q): settled %v, want %v", tc.name, tc.filter, got, tc.settles)
+			}
+			if tc.settles && !r.Taken(m.ID) {
+				t.Fatal("settled, acked by bob, its one recipient but the sender, yet not taken")
+			}
+			away := e.newMsg("alice")
+			r.FastPath(&away, []string{"alice", "bob", "carol"})
+			r.Ack(bob, []string{away.ID})
+			if tc.settles && (!settled(t, r, away.ID) || r.Taken(away.ID)) {
+				t.Fatal("with carol, a recipient, not connected: want settled but not taken")
+			}
+		})
+	}
+}

@@ -103,6 +103,13 @@ type RelayConfig struct {
 	// without publishing them. Never with other nodes: their connections
 	// need every message in the stream. Nil: every row is published.
 	Settler Settler
+	// TakenPrefix, with a Settler, publishes settled messages rather than
+	// keeping them out of the stream: those every recipient took live
+	// under TakenPrefix+chat, where the webhooks read them and live
+	// delivery and the notifier, whose consumers filter on SubjectPrefix+*,
+	// do not; the others under SubjectPrefix+chat, as unsettled ones.
+	// Empty: settled messages are kept out of the stream.
+	TakenPrefix string
 	// SettleWait is how long after its commit an unsettled message may wait
 	// for its acks before it is published. Zero means DefaultSettleWait.
 	SettleWait time.Duration
@@ -176,7 +183,7 @@ type Relay struct {
 	// one node no other relay deletes them, so each leaves once this one
 	// does). Only the leading goroutine touches them.
 	cut  bool
-	sent map[int64]struct{}
+	sent map[int64]fate
 }
 
 // NewRelay returns a Relay; call Run.
@@ -189,7 +196,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	log := cfg.Logger.With("component", "relay")
 	h := newHeld(cfg.Hold)
 	return &Relay{
-		cfg: cfg, log: log, nc: nc, pub: pub, held: h, sent: make(map[int64]struct{}),
+		cfg: cfg, log: log, nc: nc, pub: pub, held: h, sent: make(map[int64]fate),
 		sampled: logsample.New(log, logsample.Config{Now: cfg.Now}),
 		wake:    make(chan struct{}, 1), wakeMsg: []byte(cfg.NodeID),
 		metrics: newRelayMetrics(cfg.Registerer, h),

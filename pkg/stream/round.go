@@ -41,18 +41,18 @@ func (r *Relay) round(ctx context.Context) (read, done int, err error) {
 		return 0, 0, err
 	}
 	read = len(entries)
-	var skip []bool
+	var fates []fate
 	if r.cfg.Settler != nil {
-		entries, skip, r.cut = r.settle(entries)
+		entries, fates, r.cut = r.settle(entries)
 		if len(entries) == 0 {
 			return read, 0, nil
 		}
 	}
-	results, err := r.publishAll(ctx, entries, skip)
+	results, err := r.publishAll(ctx, entries, fates)
 	if err != nil {
 		return 0, 0, err
 	}
-	done, err = r.finish(ctx, entries, results, skip)
+	done, err = r.finish(ctx, entries, results, fates)
 	return read, done, err
 }
 
@@ -118,10 +118,10 @@ func merge(entries []store.OutboxEntry, missing []int, rows []store.OutboxEntry)
 // first transient failure (stalled, link lost): the rest would fail the
 // same way, and their outcome stays errPending.
 //
-// An entry whose skip flag is set (settle.go) is not published; its outcome
-// is nil, done, as if it had been.
-func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, skip []bool) ([]error, error) {
-	if len(skip) > 0 && !slices.Contains(skip, false) {
+// An entry whose fate is skip (settle.go) is not published; its outcome is
+// nil, done, as if it had been. Without fates every entry is published.
+func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, fates []fate) ([]error, error) {
+	if len(fates) > 0 && !slices.ContainsFunc(fates, func(f fate) bool { return f != skip }) {
 		return make([]error, len(entries)), nil // nothing to publish
 	}
 	rd, err := r.pub.begin(len(entries))
@@ -129,55 +129,66 @@ func (r *Relay) publishAll(ctx context.Context, entries []store.OutboxEntry, ski
 		return nil, fmt.Errorf("%w: reply subscription: %w", errPublish, err)
 	}
 	for i := range entries {
-		if skip != nil && skip[i] {
-			continue
+		prefix := r.cfg.SubjectPrefix
+		if fates != nil {
+			switch fates[i] {
+			case skip:
+				continue
+			case taken:
+				prefix = r.cfg.TakenPrefix
+			}
+			r.sent[entries[i].ID] = fates[i]
 		}
-		if r.cfg.Settler != nil {
-			r.sent[entries[i].ID] = struct{}{}
-		}
-		if err := r.publish(rd, i, &entries[i]); err != nil && !permanent(err) {
+		if err := r.publish(rd, i, prefix, &entries[i]); err != nil && !permanent(err) {
 			break
 		}
 	}
 	results := r.pub.wait(ctx, rd, r.cfg.PublishTimeout)
-	for i := range skip {
-		if skip[i] {
+	for i, f := range fates {
+		if f == skip {
 			results[i] = nil
 		}
 	}
 	return results, nil
 }
 
-// publish sends one entry as publish i of the round. No client-side
-// retries: a retry could land after later rows and reorder the stream; the
-// round republishes from the first failure.
-func (r *Relay) publish(rd *pubRound, i int, e *store.OutboxEntry) error {
+// publish sends one entry as publish i of the round, under prefix+chat. No
+// client-side retries: a retry could land after later rows and reorder the
+// stream; the round republishes from the first failure.
+func (r *Relay) publish(rd *pubRound, i int, prefix string, e *store.OutboxEntry) error {
 	data, err := codec.EncodeEnvelope(&chatd.Envelope{OutboxID: e.ID, Message: e.Message, Device: e.Message.Device, Recipients: e.Recipients})
 	if err != nil {
 		err = fmt.Errorf("%w %d: %w", errEncode, e.ID, err)
 		r.pub.fail(rd, i, err)
 		return err
 	}
-	return r.pub.publish(rd, i, r.cfg.SubjectPrefix+e.Message.Chat, strconv.FormatInt(e.ID, 10), data)
+	return r.pub.publish(rd, i, prefix+e.Message.Chat, strconv.FormatInt(e.ID, 10), data)
 }
 
 // finish walks the settled publishes in order. Acknowledged rows are
 // deleted and rows that can never be published are set aside, up to the
 // first transient failure: only that prefix is done (it returns its
 // length), the rest is retried.
-func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []error, skip []bool) (int, error) {
+func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results []error, fates []fate) (int, error) {
 	ids := make([]int64, 0, len(results))
 	now := r.cfg.Now()
-	done, skipped := 0, 0
+	done, skipped, settled := 0, 0, 0
 	var failed error
 	for i, err := range results {
 		e := &entries[i]
 		if err == nil {
 			ids = append(ids, e.ID)
-			if skip != nil && skip[i] {
+			f := publish
+			if fates != nil {
+				f = fates[i]
+			}
+			if f == skip {
 				skipped++
 			} else {
 				r.metrics.lag.Observe(now.Sub(e.CreatedAt).Seconds())
+			}
+			if f != publish {
+				settled++
 			}
 			done++
 			continue
@@ -200,27 +211,29 @@ func (r *Relay) finish(ctx context.Context, entries []store.OutboxEntry, results
 		}
 		r.held.drop(ids)
 		r.metrics.relayed.Add(float64(len(ids) - skipped))
-		r.metrics.settled.Add(float64(skipped))
+		r.metrics.settled.Add(float64(settled))
 	}
-	r.forget(entries[:done], skip)
+	r.forget(entries[:done], fates)
 	return done, failed
 }
 
 // forget tells the Settler that the relay is done with entries (deleted or
-// set aside), each as skipped or published, and stops tracking them as sent.
-func (r *Relay) forget(entries []store.OutboxEntry, skip []bool) {
+// set aside), and stops tracking them as sent. Those skipped or published
+// under TakenPrefix are told as skipped: no stream delivery comes to live
+// delivery for them. The others are told as published.
+func (r *Relay) forget(entries []store.OutboxEntry, fates []fate) {
 	if r.cfg.Settler == nil || len(entries) == 0 {
 		return
 	}
 	var skipped, published []string
 	for i := range entries {
 		e := &entries[i]
-		if skip[i] {
+		delete(r.sent, e.ID)
+		if fates[i] != publish {
 			skipped = append(skipped, e.Message.ID)
 			continue
 		}
 		published = append(published, e.Message.ID)
-		delete(r.sent, e.ID)
 	}
 	r.cfg.Settler.Forget(skipped, published)
 }

@@ -18,6 +18,10 @@ const DefaultSettleWait = 250 * time.Millisecond
 // messages. *push.Registry implements it.
 type Settler interface {
 	Settled(id string) bool
+	// Taken reports whether a settled message reached every recipient
+	// live: each but its sender had a connection handed its frame. Asked
+	// only with RelayConfig.TakenPrefix set.
+	Taken(id string) bool
 	// Forget is told of every message whose row left the outbox: skipped
 	// were never published, published went to the stream (in this round
 	// or an earlier one).
@@ -38,33 +42,62 @@ type Settler interface {
 // A message that is not settled within SettleWait of its commit is
 // published as before, and its stream delivery starts the lease: the same
 // path as without a Settler, SettleWait later. Whether the node is alone is
-// the Settler's to know; a relay given none publishes everything.
+// the Settler's to know; a relay given none publishes everything. With
+// TakenPrefix (webhooks, which need every event) a settled message is
+// published too, and those every recipient took live under TakenPrefix,
+// which live delivery does not read: the stream then spares live delivery,
+// not the endpoints.
+
+// fate is what a round does with an entry.
+type fate uint8
+
+const (
+	// publish: to SubjectPrefix, for every consumer.
+	publish fate = iota
+	// skip: settled, kept out of the stream.
+	skip
+	// taken: settled and taken live by every recipient, published to
+	// TakenPrefix, which live delivery and the notifier do not read.
+	taken
+)
 
 // settle sorts out a round's entries (in id order) when a Settler is set:
-// a settled entry is kept out of the stream (skip), an unsettled one the
-// relay was handed less than SettleWait ago ends the round's prefix there,
-// and anything else is published. It returns the prefix the round handles,
-// its skip flags, and whether it cut the round short (the relay then waits
-// settleTick before the next round rather than a commit's wake-up).
-func (r *Relay) settle(entries []store.OutboxEntry) (prefix []store.OutboxEntry, skip []bool, cut bool) {
+// a settled entry is kept out of the stream (skip), or published under
+// TakenPrefix when that is set (taken when every recipient took it live,
+// publish otherwise); an unsettled one the relay was handed less than
+// SettleWait ago ends the round's prefix there, and anything else is
+// published. It returns the prefix the round handles, its fates, and
+// whether it cut the round short (the relay then waits settleTick before
+// the next round rather than a commit's wake-up).
+func (r *Relay) settle(entries []store.OutboxEntry) (prefix []store.OutboxEntry, fates []fate, cut bool) {
 	now := r.cfg.Now()
-	skip = make([]bool, 0, len(entries))
+	fates = make([]fate, 0, len(entries))
 	for i := range entries {
 		e := &entries[i]
 		// Once handed to the stream (a round whose acks timed out, or
-		// whose delete failed) a row is published again, never skipped:
-		// its stream delivery may still come.
-		_, sent := r.sent[e.ID]
-		if !sent && r.cfg.Settler.Settled(e.Message.ID) {
-			skip = append(skip, true)
+		// whose delete failed) a row is published again, under the same
+		// subject, never skipped: its stream delivery may still come.
+		if f, sent := r.sent[e.ID]; sent {
+			fates = append(fates, f)
 			continue
 		}
-		if at, ok := r.held.offeredAt(e.ID); ok && !sent && now.Sub(at) < r.cfg.SettleWait {
-			return entries[:i], skip, true
+		if r.cfg.Settler.Settled(e.Message.ID) {
+			switch {
+			case r.cfg.TakenPrefix == "":
+				fates = append(fates, skip)
+			case r.cfg.Settler.Taken(e.Message.ID):
+				fates = append(fates, taken)
+			default:
+				fates = append(fates, publish)
+			}
+			continue
 		}
-		skip = append(skip, false)
+		if at, ok := r.held.offeredAt(e.ID); ok && now.Sub(at) < r.cfg.SettleWait {
+			return entries[:i], fates, true
+		}
+		fates = append(fates, publish)
 	}
-	return entries, skip, false
+	return entries, fates, false
 }
 
 // settleTick is how long a relay that cut its round waits before the next:

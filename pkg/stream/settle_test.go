@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -19,16 +20,32 @@ import (
 // relay said it is done with.
 type acks struct {
 	mu                 sync.Mutex
-	settled            map[string]bool
+	settled, taken     map[string]bool
 	skipped, published []string // as Forget was told
 }
 
-func newAcks() *acks { return &acks{settled: make(map[string]bool)} }
+func newAcks() *acks { return &acks{settled: make(map[string]bool), taken: make(map[string]bool)} }
 
 func (a *acks) Settled(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.settled[id]
+}
+
+func (a *acks) Taken(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.taken[id]
+}
+
+// take settles batch as taken live by every recipient.
+func (a *acks) take(batch ...store.Accepted) {
+	a.settle(batch...)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range batch {
+		a.taken[b.Message.ID] = true
+	}
 }
 
 func (a *acks) Forget(skipped, published []string) {
@@ -122,6 +139,63 @@ func TestRelayKeepsSettledMessagesOutOfTheStream(t *testing.T) {
 	}
 }
 
+// With TakenPrefix, settled messages are published too, in outbox order:
+// those every recipient took live under TakenPrefix (which live delivery
+// does not read), the others under the usual subject with the unsettled
+// ones; the relay tells the Settler the taken ones as skipped (no stream
+// delivery comes to live delivery for them).
+func TestRelayPublishesTakenMessagesApart(t *testing.T) {
+	s, a := mustStore(t, testpg.NewDatabase(t)), newAcks()
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	const takenPrefix = stream.SubjectPrefix + "taken."
+	r, _, reg := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: 200 * time.Millisecond, TakenPrefix: takenPrefix})
+
+	batch := commitBatch(t, s, chat, 0, 9)
+	var took, others []store.Accepted
+	for i, b := range batch {
+		switch i % 3 {
+		case 0:
+			a.take(b)
+			took = append(took, b)
+		case 1:
+			a.settle(b)
+			others = append(others, b)
+		default:
+			others = append(others, b)
+		}
+	}
+	r.Offer(batch)
+	r.Wake()
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, outboxIDs(batch))
+	str, err := js.Stream(context.Background(), stream.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range batch {
+		raw, err := str.GetMsg(context.Background(), uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := stream.SubjectPrefix + chat
+		if i%3 == 0 {
+			want = takenPrefix + chat
+		}
+		if raw.Subject != want {
+			t.Errorf("message %d (%s): subject %s, want %s", i, b.Message.ID, raw.Subject, want)
+		}
+	}
+	if got := metric(t, reg, "chatd_relay_settled_total"); got != 3 {
+		t.Errorf("chatd_relay_settled_total %v, want 3 (the taken)", got)
+	}
+	skipped, published := a.forgotten()
+	if !slices.Equal(skipped, messageIDs(took)) || !slices.Equal(published, messageIDs(others)) {
+		t.Fatalf("forgotten as skipped %v and published %v, want the taken %v and the others %v",
+			skipped, published, messageIDs(took), messageIDs(others))
+	}
+}
+
 // A message whose recipients ack within the wait is not published even
 // though the relay saw it unsettled first; the rows behind a waiting one
 // wait too, so the stream stays in outbox order.
@@ -205,5 +279,44 @@ func TestRelayNeverSkipsARowItHasPublished(t *testing.T) {
 	}
 	if skipped, published := a.forgotten(); len(skipped) != 0 || !slices.Equal(published, messageIDs(batch)) {
 		t.Fatalf("forgotten as skipped %v and as published %v, want every message as published", skipped, published)
+	}
+}
+
+// A row published under the taken subjects but not deleted (killed between
+// the two) is published again under them, whatever its message's state now:
+// a second copy under the usual subject would be dropped by the stream's
+// duplicate window, and live delivery then told to wait for a stream
+// delivery that never comes.
+func TestRelayRepublishesATakenRowUnderItsSubject(t *testing.T) {
+	s, a := mustStore(t, testpg.NewDatabase(t)), newAcks()
+	_, js := mustInProcessJS(t)
+	chat := mustChat(t, s)
+	const takenPrefix = stream.SubjectPrefix + "taken."
+	r, o, _ := handRelay(t, s, js, stream.RelayConfig{Settler: a, SettleWait: time.Hour, TakenPrefix: takenPrefix})
+
+	o.failDelete.Store(1)
+	batch := commitBatch(t, s, chat, 0, 3)
+	a.take(batch...)
+	r.Offer(batch)
+	r.Wake()
+	testwait.For(t, 5*time.Second, "the delete to fail", func() bool { return o.failDelete.Load() == 0 })
+	a.mu.Lock()
+	clear(a.taken) // taken no more, were it asked
+	a.mu.Unlock()
+	testwait.For(t, 5*time.Second, "outbox to drain", func() bool { return outboxDepth(t, s) == 0 })
+	wantStream(t, js, outboxIDs(batch))
+	str, err := js.Stream(context.Background(), stream.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := str.Info(context.Background(), jetstream.WithSubjectFilter(takenPrefix+">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.State.Subjects[takenPrefix+chat]; got != 3 {
+		t.Fatalf("%d messages under %s%s, want the 3 taken ones (subjects %v)", got, takenPrefix, chat, info.State.Subjects)
+	}
+	if skipped, published := a.forgotten(); !slices.Equal(skipped, messageIDs(batch)) || len(published) != 0 {
+		t.Fatalf("forgotten as skipped %v and as published %v, want the taken ones as skipped", skipped, published)
 	}
 }
