@@ -23,15 +23,7 @@ func TestForeignConsumerDoesNotHoldFloor(t *testing.T) {
 	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "debug", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	batch, err := node.Fetch(10, jetstream.FetchMaxWait(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ackNext(t, node, 10)
 	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -62,17 +54,8 @@ func TestWebhookConsumerHoldsFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cons, n := range map[jetstream.Consumer]int{node: 10, hook: 4} {
-		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			if err := m.DoubleAck(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ackNext(t, node, 10)
+	ackNext(t, hook, 4)
 	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", AlsoPrefixes: []string{"hook-"}, Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -107,15 +90,7 @@ func TestFilteredConsumerHoldsOnlyWhatItNeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	batch, err := node.Fetch(5, jetstream.FetchMaxWait(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ackNext(t, node, 5)
 	r, err := reclaim.New(reclaim.Config{Stream: s, ConsumerPrefix: "push-", Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +106,20 @@ func TestFilteredConsumerHoldsOnlyWhatItNeeds(t *testing.T) {
 	publish(t, js, 1) // seq 11, in its filter, not taken yet
 	if snap, err = r.Inspect(ctx); err != nil || snap.Floor > 11 {
 		t.Fatalf("with seq 11 pending for push-a: floor %d, %v; want 11 or lower", snap.Floor, err)
+	}
+}
+
+// ackNext takes the next n messages of cons and acks each, as a node
+// whose recipients all acked them would.
+func ackNext(t *testing.T, cons jetstream.Consumer, n int) {
+	t.Helper()
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
