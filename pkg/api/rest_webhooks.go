@@ -120,7 +120,8 @@ func (s *Server) webhooksReplayMany(c *fiber.Ctx) error {
 }
 
 // endpointParam is the optional endpoint= of the dead-letter calls: an
-// endpoint's consumer name, as the dead letters name it.
+// endpoint's consumer name, as the dead letters name it: hook- and then
+// the characters of an id (pkg/webhook's names), at most an id's length.
 func endpointParam(c *fiber.Ctx) (string, error) {
 	e := c.Query("endpoint")
 	if e != "" && (!strings.HasPrefix(e, "hook-") || !chatd.ValidChatID(e)) {
