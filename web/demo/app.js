@@ -59,8 +59,18 @@ const S = {
   refreshing: /** @type {Promise<void> | null} */ (null),
 };
 
+/** api is the signed-in client; every call that needs one runs after sign-in. */
+function api() {
+  if (!S.client) throw new Error('chatd: not signed in');
+  return S.client;
+}
+
+/** errText is what a caught error says, for the console. @param {unknown} err */
+const errText = (err) => (err instanceof Error ? err.message : String(err));
+
 // Test hook: every message the SDK handed out, in order (the browser tests
 // check that each arrives exactly once and in seq order).
+/** @type {unknown[]} */
 const handedOut = [];
 Object.defineProperty(window, 'chatdDemo', { value: Object.freeze({ handedOut }) });
 
@@ -427,10 +437,10 @@ function refreshChats() {
   if (S.refreshing) return S.refreshing;
   S.refreshing = (async () => {
     try {
-      const list = await S.client.listChats();
+      const list = await api().listChats();
       for (const ch of list) {
         const had = S.chats.get(ch.id);
-        if (!had) S.client.track(ch.id, ch.lastSeq ?? 0);
+        if (!had) api().track(ch.id, ch.lastSeq ?? 0);
         const unread = isReading(ch.id) ? 0 : ch.unread ?? 0;
         S.chats.set(ch.id, { ...had, ...ch, unread, counted: Math.max(had?.counted ?? 0, ch.lastSeq ?? 0), active: had?.active ?? Date.parse(ch.createdAt) });
       }
@@ -443,7 +453,7 @@ function refreshChats() {
         S.want = null;
       }
     } catch (err) {
-      console.warn('chatd: list chats:', err.message);
+      console.warn('chatd: list chats:', errText(err));
     } finally {
       S.refreshing = null;
     }
@@ -459,12 +469,12 @@ function previews() {
   const want = [...S.chats.values()].filter((ch) => ch.lastSeq > 0 && !ch.last && !ch.previewing).slice(0, 50);
   for (const ch of want) {
     ch.previewing = true;
-    S.client.history(ch.id, { before: ch.lastSeq + 1, limit: 5 })
+    api().history(ch.id, { before: ch.lastSeq + 1, limit: 5 })
       .then((page) => {
         for (const m of page.messages) noteLast(ch, m);
         drawChats();
       })
-      .catch((err) => console.warn('chatd: preview:', err.message))
+      .catch((err) => console.warn('chatd: preview:', errText(err)))
       .finally(() => { ch.previewing = false; });
   }
 }
@@ -493,7 +503,7 @@ async function readPositions() {
     }
     if (S.open) drawMessages(S.open);
   } catch (err) {
-    console.warn('chatd: read positions:', err.message);
+    console.warn('chatd: read positions:', errText(err));
   }
 }
 
@@ -506,12 +516,12 @@ function noteRead(chat, user, seq) {
 
 async function refreshPresence() {
   try {
-    const all = await S.client.presence();
+    const all = await api().presence();
     for (const [user, p] of Object.entries(all)) S.presence.set(user, p);
     drawChats();
     drawHead();
   } catch (err) {
-    console.warn('chatd: presence:', err.message);
+    console.warn('chatd: presence:', errText(err));
   }
 }
 
@@ -592,9 +602,9 @@ $('new-chat').addEventListener('submit', async (e) => {
     return;
   }
   try {
-    const ch = kind === 'direct' ? await S.client.directChat(users[0]) : await S.client.createGroup(users, title);
+    const ch = kind === 'direct' ? await api().directChat(users[0]) : await api().createGroup(users, title);
     if (!S.chats.has(ch.id)) {
-      S.client.track(ch.id, ch.lastSeq ?? 0);
+      api().track(ch.id, ch.lastSeq ?? 0);
       S.chats.set(ch.id, { ...ch, unread: 0, counted: ch.lastSeq ?? 0, active: Date.now() });
     }
     /** @type {HTMLFormElement} */ (e.target).reset();
@@ -685,11 +695,17 @@ document.addEventListener('visibilitychange', () => {
 function markRead(chat) {
   const v = S.views.get(chat);
   if (!v || !S.client) return;
-  let top;
-  for (const e of v.msgs.values()) if (e.id && e.seq && (!top || e.seq > top.seq)) top = e;
-  if (!top || top.seq <= v.readSent) return;
-  v.readSent = top.seq;
-  Promise.resolve(S.client.markRead(chat, top.id)).catch(() => {
+  let topSeq = 0;
+  let topID = '';
+  for (const e of v.msgs.values()) {
+    if (e.id && e.seq && e.seq > topSeq) {
+      topSeq = e.seq;
+      topID = e.id;
+    }
+  }
+  if (!topID || topSeq <= v.readSent) return;
+  v.readSent = topSeq;
+  Promise.resolve(api().markRead(chat, topID)).catch(() => {
     v.readSent = 0;
   });
 }
@@ -707,7 +723,7 @@ async function loadOlder(chat) {
   const scroller = $('scroller');
   const fromBottom = scroller.scrollHeight - scroller.scrollTop;
   try {
-    const page = await S.client.history(chat, { before: v.before, limit: PAGE });
+    const page = await api().history(chat, { before: v.before, limit: PAGE });
     for (const m of page.messages) mergeMessage(v, m, false);
     const ch = S.chats.get(chat);
     if (ch) for (const m of page.messages) noteLast(ch, m);
@@ -819,7 +835,7 @@ async function send() {
  */
 async function deliver(chat, v, e) {
   try {
-    const a = await S.client.send(chat, e.body, { cid: e.cid });
+    const a = await api().send(chat, e.body, { cid: e.cid });
     // The SDK hands the accepted message out as soon as its chat's seqs are
     // contiguous; until then this row stands for it.
     if (v.msgs.get(e.key) === e) Object.assign(e, { status: 'accepted', id: a.id, seq: a.seq, ts: a.ts });
@@ -830,7 +846,7 @@ async function deliver(chat, v, e) {
     }
   } catch (err) {
     const box = /** @type {HTMLTextAreaElement} */ ($('compose'));
-    if (err.code === 'too_large' && !box.value && S.open === chat) {
+    if (/** @type {{code?: string}} */ (err)?.code === 'too_large' && !box.value && S.open === chat) {
       // Under the byte limit yet too large (its escaped form in a large
       // group): back into the composer to be shortened, not a dead bubble.
       v.msgs.delete(e.key);
@@ -1078,7 +1094,7 @@ async function saveEdit(/** @type {string} */ chat, /** @type {Entry} */ e, /** 
   if (!body || body === e.body || !e.id) return drawMessages(chat);
   drawMessages(chat);
   try {
-    await S.client.edit(chat, e.id, body);
+    await api().edit(chat, e.id, body);
   } catch (err) {
     alertError(humanError(err, 'The edit was not saved'));
   }
@@ -1129,7 +1145,7 @@ async function del(/** @type {string} */ chat, /** @type {Entry} */ e) {
   drawMessages(chat);
   if (!e.id) return;
   try {
-    await S.client.delete(chat, e.id);
+    await api().delete(chat, e.id);
   } catch (err) {
     alertError(humanError(err, 'The message was not deleted'));
   }
@@ -1139,7 +1155,7 @@ async function react(/** @type {string} */ chat, /** @type {Entry} */ e, /** @ty
   if (!e.id) return;
   const on = !(e.reactions[emoji] ?? []).includes(S.me);
   try {
-    await S.client.react(chat, e.id, emoji, on);
+    await api().react(chat, e.id, emoji, on);
   } catch (err) {
     alertError(humanError(err, 'The reaction was not saved'));
   }

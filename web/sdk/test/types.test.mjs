@@ -45,3 +45,29 @@ test('the README examples type-check against index.d.ts', () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The demo app (web/demo, plain ES modules with JSDoc types, no build step)
+// type-checks against index.d.ts with TypeScript's strict checks, as it
+// imports the SDK from /sdk/index.js: a call the SDK does not have, a field
+// it does not hand out, or a value that may be null where the app assumes
+// one fails here rather than in a user's browser.
+test('the demo app type-checks against index.d.ts', () => {
+  const demo = resolve(sdk, '..', 'demo');
+  const dir = mkdtempSync(join(tmpdir(), 'chatd-demo-types-'));
+  try {
+    const config = join(dir, 'tsconfig.json');
+    writeFileSync(config, JSON.stringify({
+      compilerOptions: {
+        allowJs: true, checkJs: true, noEmit: true, strict: true,
+        target: 'es2022', module: 'es2022', moduleResolution: 'bundler', lib: ['es2022', 'dom', 'dom.iterable'],
+        paths: { '/sdk/index.js': [join(sdk, 'index.d.ts')] },
+      },
+      files: [join(demo, 'app.js'), join(demo, 'render.js')],
+    }));
+    const tsc = spawnSync(join(sdk, 'node_modules', '.bin', 'tsc'), ['-p', config], { encoding: 'utf8' });
+    assert.equal(tsc.error, undefined, `run tsc (npm ci in web/sdk installs it): ${tsc.error}`);
+    assert.equal(tsc.status, 0, `tsc on web/demo:\n${tsc.stdout}${tsc.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
