@@ -72,7 +72,7 @@ type localEntry struct {
 	missed bool
 	// offline is set when a recipient other than the sender had no
 	// registered connection: settled, the message was still not taken
-	// live by everyone (Taken).
+	// live by everyone (Settled's taken).
 	offline bool
 	// sessions got the frame; forget drops their fast entries once the
 	// message is settled, since no stream delivery will come to do it.
@@ -158,24 +158,18 @@ func (st *settling) forgetBefore(cutoff time.Time) {
 	}
 }
 
-// Settled reports whether message id is settled on this node (see above).
-// It is false for a message the fast path has not handled (yet), and for
-// one no listing of the stream's consumers begun after its fast path has
-// found this node alone (yet), so the relay publishes it after its wait, as
-// it would without this check. Implements stream.Settler.
-func (r *Registry) Settled(id string) bool {
+// Settled reports whether message id is settled on this node (see above),
+// and, if so, whether it was taken: it reached a connection of every
+// recipient but its sender (see Config.TakenPrefix). It is false for a
+// message the fast path has not handled (yet), and for one no listing of
+// the stream's consumers begun after its fast path has found this node
+// alone (yet), so the relay publishes it after its wait, as it would
+// without this check. Implements stream.Settler.
+func (r *Registry) Settled(id string) (settled, taken bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.settle.settled(id)
-}
-
-// Taken reports whether a settled message reached a connection of every
-// recipient but its sender (see Config.TakenPrefix). Implements
-// stream.Settler.
-func (r *Registry) Taken(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.settle.taken(id)
+	settled = r.settle.settled(id)
+	return settled, settled && r.settle.taken(id)
 }
 
 // AloneCheckFor is Config.AloneCheck for a relay's settle wait: a message

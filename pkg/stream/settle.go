@@ -17,11 +17,11 @@ const DefaultSettleWait = 250 * time.Millisecond
 // consumer has read the stream since), and when the relay is done with
 // messages. *push.Registry implements it.
 type Settler interface {
-	Settled(id string) bool
-	// Taken reports whether a settled message reached every recipient
-	// live: each but its sender had a connection handed its frame. Asked
-	// only with RelayConfig.TakenPrefix set.
-	Taken(id string) bool
+	// Settled reports whether message id is settled and, if so, whether
+	// it was taken: it reached every recipient live, each but its sender
+	// having had a connection handed its frame (read only with
+	// RelayConfig.TakenPrefix set). One call, one lock, per row.
+	Settled(id string) (settled, taken bool)
 	// Forget is told of every message whose row left the outbox: skipped
 	// were never published, published went to the stream (in this round
 	// or an earlier one).
@@ -81,11 +81,11 @@ func (r *Relay) settle(entries []store.OutboxEntry) (prefix []store.OutboxEntry,
 			fates = append(fates, f)
 			continue
 		}
-		if r.cfg.Settler.Settled(e.Message.ID) {
+		if settled, took := r.cfg.Settler.Settled(e.Message.ID); settled {
 			switch {
 			case r.cfg.TakenPrefix == "":
 				fates = append(fates, skip)
-			case r.cfg.Settler.Taken(e.Message.ID):
+			case took:
 				fates = append(fates, taken)
 			default:
 				fates = append(fates, publish)

@@ -26,16 +26,10 @@ type acks struct {
 
 func newAcks() *acks { return &acks{settled: make(map[string]bool), taken: make(map[string]bool)} }
 
-func (a *acks) Settled(id string) bool {
+func (a *acks) Settled(id string) (settled, taken bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.settled[id]
-}
-
-func (a *acks) Taken(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.taken[id]
+	return a.settled[id], a.settled[id] && a.taken[id]
 }
 
 // take settles batch as taken live by every recipient.
