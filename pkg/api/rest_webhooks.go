@@ -29,10 +29,7 @@ type failedPage struct {
 // webhooksFailed: GET /api/admin/webhooks/failed?endpoint=hook-…&after=ID&limit=N
 // → the webhook events set aside after their last attempt, oldest first.
 func (s *Server) webhooksFailed(c *fiber.Ctx) error {
-	if s.cfg.Webhooks == nil {
-		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
-	}
-	endpoint, err := endpointParam(c)
+	endpoint, limit, err := deadLetterQuery(c)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -40,13 +37,9 @@ func (s *Server) webhooksFailed(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	limit, err := queryInt(c, "limit", defaultFailedPage, 1, maxFailedPage)
-	if err != nil {
-		return s.fail(c, err)
-	}
 	ctx, cancel := s.storeCtx(c)
 	defer cancel()
-	failed, err := s.cfg.Webhooks.Failed(ctx, endpoint, after, int(limit))
+	failed, err := s.cfg.Webhooks.Failed(ctx, endpoint, after, limit)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -54,7 +47,7 @@ func (s *Server) webhooksFailed(c *fiber.Ctx) error {
 	if page.Failed == nil {
 		page.Failed = []chatd.WebhookFailure{}
 	}
-	if len(failed) == int(limit) {
+	if len(failed) == limit {
 		page.Next = failed[len(failed)-1].ID
 	}
 	return c.JSON(page)
@@ -67,9 +60,6 @@ const replayTimeout = 30 * time.Second
 // dead letter once more; 204 when the endpoint took it (it leaves the dead
 // letters), 502 with the endpoint's answer when not (it stays).
 func (s *Server) webhookReplay(c *fiber.Ctx) error {
-	if s.cfg.Webhooks == nil {
-		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
-	}
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return writeError(c, fiber.StatusBadRequest, wire.CodeInvalid, "id must be a dead letter's positive integer id")
@@ -96,20 +86,13 @@ const replayManyTimeout = time.Minute
 // 200 with what it did, also when an endpoint refused (its later dead
 // letters wait for the next call, in order).
 func (s *Server) webhooksReplayMany(c *fiber.Ctx) error {
-	if s.cfg.Webhooks == nil {
-		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
-	}
-	endpoint, err := endpointParam(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	limit, err := queryInt(c, "limit", defaultFailedPage, 1, maxFailedPage)
+	endpoint, limit, err := deadLetterQuery(c)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), replayManyTimeout)
 	defer cancel()
-	rep, err := s.cfg.Webhooks.ReplayMany(ctx, endpoint, int(limit))
+	rep, err := s.cfg.Webhooks.ReplayMany(ctx, endpoint, limit)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -119,15 +102,26 @@ func (s *Server) webhooksReplayMany(c *fiber.Ctx) error {
 	return c.JSON(rep)
 }
 
-// endpointParam is the optional endpoint= of the dead-letter calls: an
-// endpoint's consumer name, as the dead letters name it: hook- and then
-// the characters of an id (pkg/webhook's names), at most an id's length.
-func endpointParam(c *fiber.Ctx) (string, error) {
-	e := c.Query("endpoint")
-	if e != "" && (!strings.HasPrefix(e, "hook-") || !chatd.ValidChatID(e)) {
-		return "", fmt.Errorf("endpoint %.80q: want an endpoint's consumer name (hook-…), as its dead letters name it: %w", e, chatd.ErrInvalid)
+// requireWebhooks answers the dead-letter calls 404 on a node without
+// webhooks.
+func (s *Server) requireWebhooks(c *fiber.Ctx) error {
+	if s.cfg.Webhooks == nil {
+		return writeError(c, fiber.StatusNotFound, wire.CodeNotFound, "webhooks are not configured")
 	}
-	return e, nil
+	return c.Next()
+}
+
+// deadLetterQuery reads the endpoint= and limit= the dead-letter calls
+// share. endpoint is optional: an endpoint's consumer name, as the dead
+// letters name it: hook- and then the characters of an id (pkg/webhook's
+// names), at most an id's length.
+func deadLetterQuery(c *fiber.Ctx) (endpoint string, limit int, err error) {
+	endpoint = c.Query("endpoint")
+	if endpoint != "" && (!strings.HasPrefix(endpoint, "hook-") || !chatd.ValidChatID(endpoint)) {
+		return "", 0, fmt.Errorf("endpoint %.80q: want an endpoint's consumer name (hook-…), as its dead letters name it: %w", endpoint, chatd.ErrInvalid)
+	}
+	n, err := queryInt(c, "limit", defaultFailedPage, 1, maxFailedPage)
+	return endpoint, int(n), err
 }
 
 // queryInt parses an optional integer query parameter within [lo, hi].

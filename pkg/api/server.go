@@ -144,9 +144,9 @@ func (s *Server) routes() {
 	api.Post("/chats/:id/messages", s.postMessage)
 	s.eventRoutes(api)
 	api.Get("/admin/outbox", s.requireAdmin, s.outbox)
-	api.Get("/admin/webhooks/failed", s.requireAdmin, s.webhooksFailed)
-	api.Post("/admin/webhooks/failed/replay", s.requireAdmin, s.webhooksReplayMany)
-	api.Post("/admin/webhooks/failed/:id/replay", s.requireAdmin, s.webhookReplay)
+	api.Get("/admin/webhooks/failed", s.requireAdmin, s.requireWebhooks, s.webhooksFailed)
+	api.Post("/admin/webhooks/failed/replay", s.requireAdmin, s.requireWebhooks, s.webhooksReplayMany)
+	api.Post("/admin/webhooks/failed/:id/replay", s.requireAdmin, s.requireWebhooks, s.webhookReplay)
 	s.adminChatRoutes(api)
 	api.Get("/presence", s.presence)
 

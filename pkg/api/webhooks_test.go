@@ -111,3 +111,17 @@ func TestAdminWebhookDeadLetters(t *testing.T) {
 		t.Fatalf("replays of many asked: got %q, want %q", strings.Join(dl.many, "|"), want)
 	}
 }
+
+// A node without webhooks answers every dead-letter call 404, saying so,
+// to an admin; a non-admin still gets 403 first.
+func TestAdminWebhookCallsWithoutWebhooks(t *testing.T) {
+	e := mustEnv(t, func(c *api.Config) { c.AdminUsers = []string{"root"} })
+	for _, call := range [][2]string{
+		{"GET", "/api/admin/webhooks/failed"},
+		{"POST", "/api/admin/webhooks/failed/replay"},
+		{"POST", "/api/admin/webhooks/failed/1/replay"},
+	} {
+		e.wantError(t, 404, "not_found", "root", call[0], call[1], nil)
+		e.wantError(t, 403, "forbidden", "alice", call[0], call[1], nil)
+	}
+}
