@@ -43,7 +43,10 @@ func exchange(t *testing.T, rn *runningNode, n int) []string {
 func TestPurgeAfterEveryoneAcked(t *testing.T) {
 	const gc = 500 * time.Millisecond
 	ns := mustNATS(t, t.TempDir(), "127.0.0.1:0")
-	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1", node.Config{Reclaim: reclaim.Config{Interval: gc}}))
+	// --settle off: every message goes through the stream, whose purge
+	// this is about (settled ones never enter it).
+	rn := mustRunNode(t, nodeConfig(testpg.NewDatabase(t), ns.ClientURL(), "n1",
+		node.Config{Settle: node.SettleOff, Reclaim: reclaim.Config{Interval: gc}}))
 	all := exchange(t, rn, 40)
 	if _, last := rn.streamState(t); last != uint64(len(all)) {
 		t.Fatalf("stream last seq %d, want %d (one stream message per accepted message)", last, len(all))

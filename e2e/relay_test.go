@@ -104,8 +104,8 @@ func TestRelayKilledBetweenPublishAndDelete(t *testing.T) {
 	}
 
 	// The node's own relay now stands by. GC is slow so the stream keeps
-	// every message for counting.
-	rn := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{Reclaim: reclaim.Config{Interval: time.Hour}}))
+	// every message for counting, and --settle off publishes every one.
+	rn := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "n1", node.Config{Settle: node.SettleOff, Reclaim: reclaim.Config{Interval: time.Hour}}))
 	alice := mustPeer(t, rn.URL(), "alice", "", nil)
 	chat := alice.mustDirect(t, "bob")
 	bob := mustPeer(t, rn.URL(), "bob", "", func(c *client.Config) { c.Chats = []string{chat} })

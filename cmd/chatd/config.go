@@ -258,10 +258,10 @@ func declareDelivery(f *envFlags, c *node.Config) {
 		short: "spare new connections from --max-attempts",
 		long:  "spare a just-connected client from the attempts reaper for this long; counter-productive under load (BENCHMARKS.md)"})
 	f.String(&c.Settle, "settle", "CHATD_SETTLE", node.SettleAuto, doc{group: groupDelivery,
-		short: "auto: skip the stream on a lone node; off",
-		long:  "`auto`: while this node is provably alone (embedded NATS; no `--nats-listen` unless the database is the managed one; no other consumer reads the delivery stream), a message every local connection acked is deleted from the outbox without entering the stream. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
+		short: "auto: skip the stream for acked messages; off",
+		long:  "`auto`: a message every recipient connection acked is deleted from the outbox without entering the stream, while no consumer but the nodes' reads the delivery stream: alone on the embedded NATS, or across nodes where others can join (`--nats-url`, or `--nats-listen` with `--database-url`), each node reporting what its connections acked to the node that committed it; not there with `--forward-commits off` or webhooks. `off`: every message enters the stream (for integrations, or to see each one with the `nats` CLI). See docs/operations.md, \"The delivery stream\""})
 	f.Duration(&c.Relay.SettleWait, "settle-wait", "CHATD_SETTLE_WAIT", stream.DefaultSettleWait, doc{group: groupDelivery,
-		short: "how long a message waits for local acks",
+		short: "how long a message waits for its acks",
 		long:  "while settling (`--settle`): how long the relay keeps a new message out of the delivery stream while its recipients' connections ack it; one still unacked is published and leased as usual, so it must be shorter than `--lease`. Negative: settling off", negativeMeans: true})
 	f.String(&c.Forward, "forward-commits", "CHATD_FORWARD_COMMITS", node.ForwardOn, doc{group: groupDelivery,
 		short: "on: commit on the relay's node; off",

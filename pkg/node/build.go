@@ -43,6 +43,8 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	switch {
 	case cfg.settlesTaken():
 		n.log.Info("settling on: messages every local connection acked go to the webhooks only, not through live delivery, while no other consumer needs them (--settle off publishes every one for all)")
+	case cfg.settlesAcross():
+		n.log.Info("settling across nodes: messages every connection on every node acked stay out of the delivery stream while no consumer but the nodes' reads it (--settle off publishes every one)")
 	case off == "":
 		n.log.Info("settling on: messages every local connection acked stay out of the delivery stream while no other consumer reads it (--settle off publishes every one)")
 	default:
@@ -136,6 +138,9 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	pc := cfg.Push
 	pc.NodeID, pc.JS, pc.Stream = n.nodeID, n.js, cfg.Stream.Name
 	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
+	if cfg.settlesAcross() {
+		pc.Peers, pc.Conn, pc.FastSubject, pc.SettledPrefix = true, n.nc, cfg.sharedSubject(), cfg.settledSubjects()
+	}
 	if cfg.settlesTaken() {
 		pc.Filter, pc.TakenPrefix, pc.TakenSkippers = cfg.liveSubjects(), cfg.takenSubjects(), []string{notify.ConsumerName}
 	}
@@ -154,6 +159,7 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	// The forwarder is built with the ingest, after the relay; the lead
 	// changes only once Run runs.
 	rc.OnLead = func(leading bool) {
+		n.leads.Store(leading)
 		if n.Forward != nil {
 			n.Forward.Lead(leading)
 		}
@@ -241,12 +247,29 @@ func (c chatsWithBatchedReads) MarkRead(ctx context.Context, user, chatID, uptoM
 func (n *Node) onCommit(batch []store.Accepted) {
 	for i := range batch {
 		n.marks.note(batch[i].Message.Chat, batch[i].Message.Seq, batch[i].OutboxID)
-		n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
+		if batch[i].Forwarded {
+			n.Push.FastPathForwarded(&batch[i].Message, batch[i].Recipients)
+		} else {
+			n.Push.FastPath(&batch[i].Message, batch[i].Recipients)
+		}
 	}
 	if own := committedHere(batch); len(own) > 0 {
+		if n.cfg.settlesAcross() && n.leads.Load() {
+			n.Push.Share(envelopes(own))
+		}
 		n.Relay.Offer(own)
 		n.Relay.Wake()
 	}
+}
+
+// envelopes are the batch's messages as the relay would publish them.
+func envelopes(batch []store.Accepted) []chatd.Envelope {
+	envs := make([]chatd.Envelope, len(batch))
+	for i := range batch {
+		a := &batch[i]
+		envs[i] = chatd.Envelope{OutboxID: a.OutboxID, Message: a.Message, Device: a.Message.Device, Recipients: a.Recipients}
+	}
+	return envs
 }
 
 // committedHere is batch without what another node committed for it: all

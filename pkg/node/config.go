@@ -172,23 +172,35 @@ const (
 )
 
 // settleOff says why settling is off for this configuration, or "" when
-// the node settles, alone on the stream (the registry also checks, while it
-// runs, that the stream has no consumer but this node's). Another node can
-// join only through the NATS, and it needs the database too: so never with
-// an external NATS, nor with the embedded one listening (--nats-listen)
-// while the database is an external one the other node could share.
+// the node settles: alone on the stream where no other node can join (the
+// registry also checks, while it runs, that the stream has no consumer but
+// this node's), or across nodes (settlesAcross) where one can. Another node
+// can join only through the NATS, and it needs the database too: so with an
+// external NATS, or with the embedded one listening (--nats-listen) while
+// the database is an external one the other node could share.
 func (c *Config) settleOff() string {
 	switch {
 	case c.Settle == SettleOff:
 		return "--settle off"
 	case c.Relay.SettleWait < 0:
 		return "--settle-wait is negative"
-	case c.NATSURL != "":
-		return "NATS is external (--nats-url): other nodes may read the stream"
-	case c.NATSListen != "" && c.DatabaseURL != "":
-		return "the embedded NATS listens (--nats-listen) and the database is external (--database-url): another node could join"
+	case c.nodesCanJoin() && c.Forward == ForwardOff:
+		return "--forward-commits off: each node commits its own sends, and only the node whose relay leads settles"
+	case c.nodesCanJoin() && len(c.Webhook.Endpoints) > 0:
+		return "webhooks on a node others can join: the endpoints need every event in the stream"
 	}
 	return ""
+}
+
+// nodesCanJoin: another node can share this node's stream and database.
+func (c *Config) nodesCanJoin() bool {
+	return c.NATSURL != "" || (c.NATSListen != "" && c.DatabaseURL != "")
+}
+
+// settlesAcross: the node settles with the other nodes, which report what
+// they settled of the messages it committed and shared (push.Config.Peers).
+func (c *Config) settlesAcross() bool {
+	return c.settleOff() == "" && c.nodesCanJoin()
 }
 
 // settlesTaken: the node settles and webhooks need every event in the
@@ -196,7 +208,7 @@ func (c *Config) settleOff() string {
 // recipient took live under takenSubjects, which live delivery and the
 // notifier do not read (stream.RelayConfig.TakenPrefix).
 func (c *Config) settlesTaken() bool {
-	return c.settleOff() == "" && len(c.Webhook.Endpoints) > 0
+	return c.settleOff() == "" && !c.nodesCanJoin() && len(c.Webhook.Endpoints) > 0
 }
 
 func (c *Config) setDefaults() error {

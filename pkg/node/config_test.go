@@ -71,7 +71,7 @@ func TestStreamDuplicateWindowBounds(t *testing.T) {
 }
 
 // The settle wait delays an unacked message's lease, so it must stay under
-// the lease; with an external NATS it is off whatever was asked.
+// the lease, alone or across nodes; with settling off it is not read.
 func TestSettleWaitBounds(t *testing.T) {
 	checkDefaults(t, []defaultsCase{
 		{"default", Config{DataDir: "d"}, false},
@@ -79,30 +79,37 @@ func TestSettleWaitBounds(t *testing.T) {
 		{"as long as the default lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 10 * time.Second}}, true},
 		{"longer than the lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 2 * time.Second}, Push: push.Config{Lease: time.Second}}, true},
 		{"under the lease", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: 500 * time.Millisecond}, Push: push.Config{Lease: time.Second}}, false},
-		{"external NATS", Config{DataDir: "d", NATSURL: "nats://x:4222", Relay: stream.RelayConfig{SettleWait: time.Hour}}, false},
+		{"external NATS", Config{DataDir: "d", NATSURL: "nats://x:4222", Relay: stream.RelayConfig{SettleWait: time.Hour}}, true},
+		{"external NATS, --settle off", Config{DataDir: "d", NATSURL: "nats://x:4222", Settle: SettleOff, Relay: stream.RelayConfig{SettleWait: time.Hour}}, false},
 	})
 }
 
-// Settling is on only where no other node can join: a node joins through
-// the NATS and needs the database too. --settle off and a negative wait turn
-// it off anywhere; any other --settle is refused.
-func TestSettleOnlyWhereNoNodeCanJoin(t *testing.T) {
+// Settling is on alone where no other node can join (a node joins through
+// the NATS and needs the database too), and across nodes where one can,
+// unless the nodes commit their own sends or an endpoint needs every event.
+// --settle off and a negative wait turn it off anywhere; any other --settle
+// is refused.
+func TestSettleAloneOrAcrossNodes(t *testing.T) {
 	const dsn, url, listen = "postgres://db/chatd", "nats://x:4222", "127.0.0.1:4222"
 	tests := []struct {
 		name    string
 		cfg     Config
 		want    bool // settles
+		across  bool // with the other nodes
 		wantErr bool
 	}{
-		{"embedded NATS and database", Config{DataDir: "d"}, true, false},
-		{"embedded NATS without a listener, external database", Config{DataDir: "d", DatabaseURL: dsn}, true, false},
-		{"listening embedded NATS, managed database", Config{DataDir: "d", NATSListen: listen}, true, false},
-		{"listening embedded NATS, external database", Config{DataDir: "d", NATSListen: listen, DatabaseURL: dsn}, false, false},
-		{"external NATS", Config{DataDir: "d", NATSURL: url}, false, false},
-		{"--settle auto", Config{DataDir: "d", Settle: SettleAuto}, true, false},
-		{"--settle off", Config{DataDir: "d", Settle: SettleOff}, false, false},
-		{"negative wait", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: -1}}, false, false},
-		{"--settle sometimes", Config{DataDir: "d", Settle: "sometimes"}, false, true},
+		{"embedded NATS and database", Config{DataDir: "d"}, true, false, false},
+		{"embedded NATS without a listener, external database", Config{DataDir: "d", DatabaseURL: dsn}, true, false, false},
+		{"listening embedded NATS, managed database", Config{DataDir: "d", NATSListen: listen}, true, false, false},
+		{"listening embedded NATS, external database", Config{DataDir: "d", NATSListen: listen, DatabaseURL: dsn}, true, true, false},
+		{"external NATS", Config{DataDir: "d", NATSURL: url}, true, true, false},
+		{"external NATS, --forward-commits off", Config{DataDir: "d", NATSURL: url, Forward: ForwardOff}, false, false, false},
+		{"external NATS, a webhook", Config{DataDir: "d", NATSURL: url, Webhook: webhook.Config{Endpoints: []webhook.Endpoint{{URL: "https://x.example/h"}}}}, false, false, false},
+		{"external NATS, --settle off", Config{DataDir: "d", NATSURL: url, Settle: SettleOff}, false, false, false},
+		{"--settle auto", Config{DataDir: "d", Settle: SettleAuto}, true, false, false},
+		{"--settle off", Config{DataDir: "d", Settle: SettleOff}, false, false, false},
+		{"negative wait", Config{DataDir: "d", Relay: stream.RelayConfig{SettleWait: -1}}, false, false, false},
+		{"--settle sometimes", Config{DataDir: "d", Settle: "sometimes"}, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,8 +121,8 @@ func TestSettleOnlyWhereNoNodeCanJoin(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if off := cfg.settleOff(); (off == "") != tt.want {
-				t.Fatalf("settles: got %v (%q), want %v", off == "", off, tt.want)
+			if off := cfg.settleOff(); (off == "") != tt.want || cfg.settlesAcross() != tt.across {
+				t.Fatalf("settles: got %v (%q), across %v; want %v, across %v", off == "", off, cfg.settlesAcross(), tt.want, tt.across)
 			}
 		})
 	}
@@ -164,8 +171,8 @@ func TestWebhookPublishesSettledMessages(t *testing.T) {
 		t.Fatalf("taken subjects %q, want %q", got, want)
 	}
 	c.NATSURL = "nats://x.example:4222"
-	if c.settlesTaken() {
-		t.Fatal("with an external NATS (no settling) the node publishes taken messages apart")
+	if c.settlesTaken() || c.settleOff() == "" {
+		t.Fatal("with an external NATS and a webhook the node settles or publishes taken messages apart")
 	}
 	c.NATSURL, c.Webhook.Endpoints = "", nil
 	if c.settlesTaken() {

@@ -67,6 +67,12 @@ func (c *Config) relayWakeSubject() string { return c.SubjectPrefix + ".relay.wa
 // nodes' commit batches (pkg/forward).
 func (c *Config) forwardSubject() string { return c.SubjectPrefix + ".ingest.commit" }
 
+// sharedSubject is where the committing node shares its messages with the
+// other nodes, and settledSubjects (plus its node id) where they report
+// those they settled (push.Config.Peers).
+func (c *Config) sharedSubject() string   { return c.SubjectPrefix + ".settle.shared" }
+func (c *Config) settledSubjects() string { return c.SubjectPrefix + ".settle.done." }
+
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -71,7 +72,10 @@ type Node struct {
 	// outboxStats keeps the outbox counts /metrics serves; Run runs it.
 	outboxStats *outboxStats
 	// marks feed the store's failover repair (see seqMarks).
-	marks    *seqMarks
+	marks *seqMarks
+	// leads is whether this node's relay leads: only its commits are shared
+	// with the other nodes for settling (push.Registry.Share).
+	leads    atomic.Bool
 	nodeID   string
 	closeFns []func()
 }

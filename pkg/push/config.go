@@ -2,6 +2,7 @@ package push
 
 import (
 	"errors"
+	"github.com/nats-io/nats.go"
 	"log/slog"
 	"time"
 
@@ -71,12 +72,21 @@ type Config struct {
 	// the frame again. Zero means 2 minutes.
 	FastMemory time.Duration
 	// Settle keeps the fast path's account of each message for a relay that
-	// asks Settled before it publishes (settle.go). Only for a node no other
-	// node can join: the relay then keeps settled messages out of the
+	// asks Settled before it publishes (settle.go). Alone, only for a node no
+	// other node can join: the relay then keeps settled messages out of the
 	// stream, which other nodes' connections would need. Run also lists the
 	// stream's consumers, and while any but this node's exists no message
 	// reads settled. False: no account is kept, nothing reads settled.
 	Settle bool
+	// Peers, with Settle, settles across nodes (peers.go): the other nodes'
+	// consumers in a listing are peers, each of which must report a message
+	// settled, rather than consumers that end settling. Conn carries the
+	// messages the node shares (Share) under FastSubject, and the peers'
+	// reports under SettledPrefix plus the committing node's id.
+	Peers         bool
+	Conn          *nats.Conn
+	FastSubject   string
+	SettledPrefix string
 	// Filter, if set, is the one subject filter of this node's consumer
 	// (the node sets <prefix>.out.*, one token after it): what the relay
 	// publishes under its TakenPrefix never comes to it. Empty: it reads
@@ -108,9 +118,10 @@ type Config struct {
 	PullBatch int
 	// Now is the clock for leases and reapers. Nil means time.Now.
 	Now func() time.Time
-	// Seen, if set, is told of every envelope the consumer takes, before
-	// delivery (the node keeps the highest seq per chat for a PostgreSQL
-	// failover). It must be quick and safe for concurrent use.
+	// Seen, if set, is told of every envelope the consumer takes, and of
+	// every message another node shares (Peers), before delivery (the node
+	// keeps the highest seq per chat for a PostgreSQL failover). It must be
+	// quick and safe for concurrent use.
 	Seen func(*chatd.Envelope)
 	// Acked, if set, is told of every message a connection acked, after
 	// the fact (offline notifications record how far each user got). It
@@ -143,6 +154,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.InactiveThreshold <= 0 {
 		c.InactiveThreshold = 10 * time.Minute
+	}
+	if c.Peers && (!c.Settle || c.Conn == nil || c.FastSubject == "" || c.SettledPrefix == "" || c.TakenPrefix != "") {
+		return errors.New("push: Config.Peers needs Settle, Conn, FastSubject and SettledPrefix, and no TakenPrefix")
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute

@@ -6,12 +6,34 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// FastPath hands a just-committed message to the recipients connected to
-// this node, before the relay has published it. It takes no lease: the
-// stream delivery that follows is authoritative (it acks at once for a
-// recipient that already acked, and otherwise starts the lease without
-// re-sending). recipients are the chat's members frozen at acceptance.
+// FastPath hands a message this node just committed to the recipients
+// connected to this node, before the relay has published it. It takes no
+// lease: the stream delivery that follows is authoritative (it acks at once
+// for a recipient that already acked, and otherwise starts the lease without
+// re-sending). recipients are the chat's members frozen at acceptance. With
+// Config.Settle it keeps the account the relay's Settled reads.
 func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
+	r.fastPath(m, recipients, fastOwn, "")
+}
+
+// FastPathForwarded is FastPath for a message the node whose relay leads
+// committed for this one (pkg/forward): the frames go out, but the account
+// is kept when that node shares the message (FastPathShared), since only
+// its relay asks.
+func (r *Registry) FastPathForwarded(m *chatd.Message, recipients []string) {
+	r.fastPath(m, recipients, fastFrames, "")
+}
+
+// fastMode says what a fast path keeps for settling.
+type fastMode uint8
+
+const (
+	fastOwn    fastMode = iota // committed here: an entry the relay asks about
+	fastShared                 // committed by origin: an entry reported to it once settled (peers.go)
+	fastFrames                 // frames only
+)
+
+func (r *Registry) fastPath(m *chatd.Message, recipients []string, mode fastMode, origin string) {
 	now := r.cfg.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -22,6 +44,7 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 		delete(r.streamFirst, m.ID)
 		return // overtaken, and already acked by everyone
 	}
+	account := r.settle.on && mode != fastFrames
 	var out *Outgoing // made for the first connection that gets a frame
 	var got []*session
 	missed, offline := false, false
@@ -34,7 +57,9 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 				continue
 			}
 			if fe, seen := s.fast[m.ID]; seen {
-				if !fe.acked && r.settle.on {
+				if !fe.acked && account {
+					fe.counted = true
+					s.fast[m.ID] = fe
 					got = append(got, s)
 				}
 				continue
@@ -53,9 +78,9 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			// full, the stream delivery sends the frame instead of waiting a
 			// whole lease for an ack that cannot come.
 			if s.conn.Deliver(out) {
-				s.fast[m.ID] = fastEntry{at: now, m: &out.Message}
+				s.fast[m.ID] = fastEntry{at: now, m: &out.Message, counted: account}
 				s.inflight++
-				if r.settle.on {
+				if account {
 					got = append(got, s)
 				}
 				r.metrics.framesFast.Inc()
@@ -65,7 +90,13 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 			}
 		}
 	}
-	r.settle.handled(m.ID, got, missed, offline, now)
+	switch {
+	case !account:
+	case mode == fastShared:
+		r.settle.handledFor(origin, m.ID, got, missed, now)
+	default:
+		r.settle.handled(m.ID, got, missed, offline, now)
+	}
 }
 
 // handle takes one message from the node's consumer.
@@ -225,7 +256,9 @@ func (r *Registry) Ack(c Conn, ids []string) {
 			fe.acked = true
 			s.fast[id] = fe
 			s.inflight--
-			r.settle.done(id)
+			if fe.counted {
+				r.settle.done(id)
+			}
 			if r.cfg.Acked != nil {
 				acked = append(acked, fe.m)
 			}

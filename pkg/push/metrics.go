@@ -23,6 +23,8 @@ type metrics struct {
 	withdrawn        *prometheus.CounterVec
 	consumerLost     prometheus.Counter
 	alone            prometheus.Gauge
+	// shared and reports count settling across nodes (peers.go).
+	shared, reports prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -72,7 +74,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		alone: f.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_push_settle_alone",
-			Help: "1 while settling is on and the delivery stream has no consumer but this node's, so messages every local connection acked may stay out of it; 0 otherwise.",
+			Help: "1 while settling is on and the delivery stream has no consumer but this node's (or, settling across nodes, the nodes'), so messages every connection acked may stay out of it; 0 otherwise.",
+		}),
+		shared: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_push_shared_total",
+			Help: "Messages another node committed and shared with this one for its fast path (settling across nodes).",
+		}),
+		reports: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_push_settle_reports_total",
+			Help: "Shared messages this node reported settled to the node that committed them (settling across nodes).",
 		}),
 	}
 	return m

@@ -35,6 +35,9 @@ type fastEntry struct {
 	at    time.Time
 	m     *chatd.Message // the fast path's copy, for Config.Acked
 	acked bool
+	// counted: the session is among those a settle entry waits for, so
+	// its ack or withdrawal counts that entry down (settle.go).
+	counted bool
 }
 
 // delivery is one stream message this node is delivering: the recipients
@@ -242,7 +245,7 @@ func (r *Registry) withdrawLocked(s *session) []jetstream.Msg {
 	}
 	s.pending, s.held, s.nheld, s.inflight = nil, nil, 0, 0
 	for id, fe := range s.fast {
-		if !fe.acked {
+		if !fe.acked && fe.counted {
 			r.settle.done(id)
 		}
 	}

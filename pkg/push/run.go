@@ -48,6 +48,15 @@ func (r *Registry) Run(ctx context.Context) error {
 		// Run returns only once ctx ended, which ends watchAlone too.
 		defer alone.Wait()
 	}
+	if r.cfg.Peers {
+		var peers sync.WaitGroup
+		peers.Add(1)
+		go func() {
+			defer peers.Done()
+			r.runPeers(ctx)
+		}()
+		defer peers.Wait()
+	}
 	for {
 		w, ok := r.start(ctx)
 		if !ok {

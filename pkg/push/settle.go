@@ -60,6 +60,14 @@ type settling struct {
 	aloneAt time.Time
 	// notAlone remembers the latest answer, to log only its changes.
 	notAlone bool
+	// peers are the other nodes whose consumers that listing found, with
+	// Config.Peers: each must report a message settled (peers.go).
+	peers []string
+	// reports are the ids settled here of messages other nodes committed
+	// and shared, by the node to report them to; the reporter sends them.
+	reports map[string][]string
+	// kick wakes the reporter when the first report is queued.
+	kick chan struct{}
 }
 
 // localEntry is one message the fast path handled.
@@ -78,10 +86,15 @@ type localEntry struct {
 	// message is settled, since no stream delivery will come to do it.
 	sessions []*session
 	at       time.Time // when the fast path ran; Reap forgets it after FastMemory
+	// origin is the node that committed and shared the message, when
+	// another: the entry is reported to it once settled here, then dropped.
+	origin string
+	// reported are the peers that reported the message settled on them.
+	reported []string
 }
 
 func newSettling(on bool) settling {
-	return settling{on: on, local: make(map[string]*localEntry)}
+	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1)}
 }
 
 // handled records what the fast path did with message id: handed to
@@ -94,19 +107,35 @@ func (st *settling) handled(id string, sessions []*session, missed, offline bool
 }
 
 // done counts down message id for a connection that acked it or left live
-// delivery before acking it.
+// delivery before acking it. A shared message settled by it is reported.
 func (st *settling) done(id string) {
-	if le := st.local[id]; le != nil {
-		le.waiting--
+	le := st.local[id]
+	if le == nil {
+		return
+	}
+	le.waiting--
+	if le.origin != "" && le.settledHere() {
+		st.report(id, le)
 	}
 }
 
-// settled: handled by the fast path, which reached every registered
-// recipient connection, each of which has acked or left, and proved alone
-// by a listing begun after the fast path ran.
+// settledHere: the fast path reached every registered recipient connection,
+// each of which has acked or left.
+func (le *localEntry) settledHere() bool { return !le.missed && le.waiting <= 0 }
+
+// settled: settled here, proved alone by a listing begun after the fast
+// path ran, and reported settled by every peer that listing found.
 func (st *settling) settled(id string) bool {
 	le := st.local[id]
-	return le != nil && !le.missed && le.waiting <= 0 && le.at.Before(st.aloneAt)
+	if le == nil || le.origin != "" || !le.settledHere() || !le.at.Before(st.aloneAt) {
+		return false
+	}
+	for _, p := range st.peers {
+		if !slices.Contains(le.reported, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // taken: the fast path found a connection of every recipient but the
@@ -119,7 +148,7 @@ func (st *settling) taken(id string) bool {
 // listed takes the answer of a listing of the stream's consumers that
 // began at began, and reports whether it changed the node from alone to
 // not alone (or back). A failed listing is not an answer: the state stays.
-func (st *settling) listed(began time.Time, notAlone bool) (changed bool) {
+func (st *settling) listed(began time.Time, notAlone bool, peers []string) (changed bool) {
 	changed = notAlone != st.notAlone
 	st.notAlone = notAlone
 	if notAlone {
@@ -127,12 +156,15 @@ func (st *settling) listed(began time.Time, notAlone bool) (changed bool) {
 	} else {
 		st.aloneAt = began
 	}
+	st.peers = peers
 	return changed
 }
 
 // forget drops the account of messages whose rows left the outbox (see
 // Forget).
 func (st *settling) forget(skipped, published []string) {
+	// An entry is asked about only where its message was committed
+	// (origin ""); a shared one leaves when reported, or with Reap.
 	for _, id := range published {
 		delete(st.local, id)
 	}
@@ -206,6 +238,10 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	defer cancel()
 	began := r.cfg.Now()
 	others, err := r.otherConsumers(ctx, &str)
+	var peers []string
+	if r.cfg.Peers {
+		peers, others = splitPeers(others)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.sampled.Warn("list the stream's consumers; keeping new messages in the stream meanwhile", "err", err)
@@ -214,7 +250,7 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	}
 	notAlone := len(others) > 0
 	r.mu.Lock()
-	changed := r.settle.listed(began, notAlone)
+	changed := r.settle.listed(began, notAlone, peers)
 	r.mu.Unlock()
 	switch {
 	case notAlone && changed:
@@ -224,7 +260,7 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	case !notAlone:
 		r.metrics.alone.Set(1)
 		if changed {
-			r.log.Info("no consumer but this node's reads the delivery stream; settling again")
+			r.log.Info("no consumer but the nodes' own reads the delivery stream; settling again", "peers", peers)
 		}
 	}
 	return str

@@ -30,10 +30,10 @@ func TestSettlingStateMachine(t *testing.T) {
 	if st.settled("m1") {
 		t.Fatal("m1 settled before any listing proved the node alone")
 	}
-	if changed := st.listed(at(-1), false); changed || st.settled("m1") {
+	if changed := st.listed(at(-1), false, nil); changed || st.settled("m1") {
 		t.Fatalf("a listing begun before m1's fast path: changed %v, settled %v; want neither", changed, st.settled("m1"))
 	}
-	st.listed(at(1), false)
+	st.listed(at(1), false, nil)
 	if !st.settled("m1") || st.settled("missed") || st.settled("unknown") {
 		t.Fatalf("after a listing begun later: m1 %v, missed %v, unknown %v; want only m1 settled",
 			st.settled("m1"), st.settled("missed"), st.settled("unknown"))
@@ -43,10 +43,10 @@ func TestSettlingStateMachine(t *testing.T) {
 		t.Fatalf("away settled %v, m1 taken %v, away taken %v; want away settled, only m1 taken",
 			st.settled("away"), st.taken("m1"), st.taken("away"))
 	}
-	if changed := st.listed(at(2), true); !changed || st.settled("m1") {
+	if changed := st.listed(at(2), true, nil); !changed || st.settled("m1") {
 		t.Fatalf("another consumer: changed %v, m1 settled %v; want changed and m1 not settled", changed, st.settled("m1"))
 	}
-	if changed := st.listed(at(3), false); !changed || !st.settled("m1") {
+	if changed := st.listed(at(3), false, nil); !changed || !st.settled("m1") {
 		t.Fatalf("alone again: changed %v, m1 settled %v; want both", changed, st.settled("m1"))
 	}
 
@@ -58,7 +58,7 @@ func TestSettlingStateMachine(t *testing.T) {
 
 	off := newSettling(false)
 	off.handled("m2", nil, false, false, at(0))
-	off.listed(at(1), false)
+	off.listed(at(1), false, nil)
 	if off.settled("m2") {
 		t.Fatal("settling off: m2 reads settled")
 	}

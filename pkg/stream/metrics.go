@@ -27,7 +27,7 @@ func newRelayMetrics(reg prometheus.Registerer, h *held) *relayMetrics {
 			Name: "chatd_relay_published_total", Help: "Outbox rows published to the delivery stream and deleted from PostgreSQL.",
 		}),
 		settled: f.NewCounter(prometheus.CounterOpts{
-			Name: "chatd_relay_settled_total", Help: "Outbox rows of settled messages (every local recipient connection had acked the message or left; single node only): deleted without a publish, or, with webhooks, published under the subjects live delivery does not read.",
+			Name: "chatd_relay_settled_total", Help: "Outbox rows of settled messages (every recipient connection, on every node when settling across nodes, had acked the message or left): deleted without a publish, or, with webhooks, published under the subjects live delivery does not read.",
 		}),
 		errors: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_relay_errors_total", Help: "Relay rounds that failed (NATS or PostgreSQL unavailable); rows are retried.",

@@ -1,0 +1,220 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/pkg/codec"
+	"github.com/nats-io/nats.go"
+)
+
+// Settling across nodes (Config.Peers; docs/architecture.md, "Settled across
+// nodes"). The node that commits a message (the one whose relay leads, as
+// the others forward their sends to it) shares it with the other nodes over
+// core NATS right after the commit, and each runs its fast path for its own
+// connections and keeps the same account as for its own commits. Once the
+// message is settled there (every connection handed the frame acked it or
+// left, and none refused it) the node reports its id back. The committing
+// node's relay reads a message settled only when it is settled there and
+// every peer, every other node whose consumer a listing begun after the
+// fast path found, reported it. The argument is the one node's: a session
+// registered before the commit was registered when its node took the
+// shared message, so that node's fast path reached it; one registered
+// later reads the message from history after its `hello`; and a node gets
+// sessions only once its consumer exists, so a node that had sessions at
+// the commit is in the listing. Whatever goes wrong (a share or a report
+// lost, a peer that does not report, such as one of an older build, or a
+// consumer other than the nodes') leaves the message unsettled, and the
+// relay publishes it after its wait, as it would without settling.
+
+// nodeHeader names the node a share or a report comes from.
+const nodeHeader = "Chatd-Node"
+
+// reportGather is how long the reporter gathers ids before it sends them:
+// at thousands of messages a second, a few reports a millisecond rather
+// than one per id.
+const reportGather = 2 * time.Millisecond
+
+// splitPeers separates the nodes' consumers among names into the peers'
+// node ids and the rest.
+func splitPeers(names []string) (peers, others []string) {
+	for _, name := range names {
+		if node, ok := strings.CutPrefix(name, ConsumerPrefix); ok {
+			peers = append(peers, node)
+		} else {
+			others = append(others, name)
+		}
+	}
+	return peers, others
+}
+
+// handledFor records what the fast path did with a message origin shared,
+// and reports it at once when it is already settled here (in a pair, the
+// nodes without its recipient).
+func (st *settling) handledFor(origin, id string, sessions []*session, missed bool, now time.Time) {
+	le := &localEntry{waiting: len(sessions), missed: missed, sessions: sessions, at: now, origin: origin}
+	if le.settledHere() {
+		st.report(id, le)
+		return
+	}
+	st.local[id] = le
+}
+
+// report queues id for its origin and drops its entry, with its sessions'
+// acked fast entries: unless the origin publishes the message after all
+// (when another node did not settle it), no stream delivery comes to clear
+// them, and that delivery would only re-send a frame the client dedupes.
+func (st *settling) report(id string, le *localEntry) {
+	delete(st.local, id)
+	for _, s := range le.sessions {
+		if fe, ok := s.fast[id]; ok && fe.acked {
+			delete(s.fast, id)
+		}
+	}
+	if len(st.reports) == 0 {
+		select {
+		case st.kick <- struct{}{}:
+		default:
+		}
+	}
+	st.reports[le.origin] = append(st.reports[le.origin], id)
+}
+
+// reported records that peer has settled the messages ids, committed here.
+func (st *settling) reported(peer string, ids []string) {
+	for _, id := range ids {
+		if le := st.local[id]; le != nil && le.origin == "" && !slices.Contains(le.reported, peer) {
+			le.reported = append(le.reported, peer)
+		}
+	}
+}
+
+// Share sends the messages this node just committed to the other nodes, for
+// their fast paths (Config.Peers; a no-op without). Its relay must lead:
+// only it asks whether they are settled.
+func (r *Registry) Share(envs []chatd.Envelope) {
+	if !r.cfg.Peers || len(envs) == 0 {
+		return
+	}
+	var data []byte
+	for i := range envs {
+		b, err := codec.EncodeEnvelope(&envs[i])
+		if err != nil {
+			// The relay will encode it too, and say so; without a share the
+			// message is merely not settled.
+			r.sampled.Warn("encode a message to share with the other nodes", "id", envs[i].Message.ID, "err", err)
+			continue
+		}
+		// An encoded envelope is JSON without a raw newline.
+		data = append(append(data, b...), '\n')
+	}
+	msg := &nats.Msg{Subject: r.cfg.FastSubject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}}, Data: data}
+	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+		r.sampled.Warn("share committed messages with the other nodes", "err", err)
+	}
+}
+
+// Reported takes a peer's report of the messages it settled.
+func (r *Registry) Reported(peer string, ids []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settle.reported(peer, ids)
+}
+
+// onShared runs the fast path for messages another node shared.
+func (r *Registry) onShared(msg *nats.Msg) {
+	origin := msg.Header.Get(nodeHeader)
+	if origin == "" || origin == r.cfg.NodeID {
+		return
+	}
+	for line := range bytes.SplitSeq(msg.Data, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		env, err := codec.DecodeEnvelope(line)
+		if err != nil || env.Message.ID == "" {
+			r.sampled.Warn("undecodable message shared by another node; it is delivered from the stream", "node", origin, "err", err)
+			continue
+		}
+		env.Message.Device = env.Device
+		if r.cfg.Seen != nil {
+			r.cfg.Seen(&env) // as for the stream's envelopes, which a settled message never becomes
+		}
+		r.metrics.shared.Inc()
+		r.fastPath(&env.Message, env.Recipients, fastShared, origin)
+	}
+}
+
+// onReport takes a report sent to this node.
+func (r *Registry) onReport(msg *nats.Msg) {
+	peer := msg.Header.Get(nodeHeader)
+	if peer == "" {
+		return
+	}
+	r.Reported(peer, strings.Split(string(msg.Data), "\n"))
+}
+
+// runPeers takes the other nodes' shares and reports, and sends this
+// node's reports, until ctx ends. Run owns it.
+func (r *Registry) runPeers(ctx context.Context) {
+	var subs []*nats.Subscription
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}()
+	for subject, handle := range map[string]nats.MsgHandler{
+		r.cfg.FastSubject:                  r.onShared,
+		r.cfg.SettledPrefix + r.cfg.NodeID: r.onReport,
+	} {
+		// A subscription refused (the connection closed) leaves every
+		// message unsettled: the stream delivers them.
+		s, err := r.cfg.Conn.Subscribe(subject, handle)
+		if err != nil {
+			r.log.Warn("subscribe for settling across nodes; every message goes to the stream", "subject", subject, "err", err)
+			return
+		}
+		subs = append(subs, s)
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.settle.kick:
+		}
+		t.Reset(reportGather)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.sendReports()
+	}
+}
+
+// sendReports sends the queued reports, one message per origin.
+func (r *Registry) sendReports() {
+	r.mu.Lock()
+	reports := r.settle.reports
+	if len(reports) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.settle.reports = make(map[string][]string, len(reports))
+	r.mu.Unlock()
+	for origin, ids := range reports {
+		msg := &nats.Msg{Subject: r.cfg.SettledPrefix + origin, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}},
+			Data: []byte(strings.Join(ids, "\n"))}
+		if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+			r.sampled.Warn("report settled messages", "node", origin, "err", err)
+			continue
+		}
+		r.metrics.reports.Add(float64(len(ids)))
+	}
+}

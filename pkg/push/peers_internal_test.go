@@ -1,0 +1,85 @@
+package push
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// Settling across nodes on the committing node: settled here and proved
+// by a listing is not enough while a peer that listing found has not
+// reported the message; a report from a node outside the listing counts for
+// nothing; a peer that appears in a later listing must report too.
+func TestSettlingWaitsForEveryPeer(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	a := &session{fast: map[string]fastEntry{}}
+
+	st := newSettling(true)
+	st.handled("m", []*session{a}, false, false, at(0))
+	st.done("m")
+	st.listed(at(1), false, []string{"n2", "n3"})
+	if st.settled("m") {
+		t.Fatal("m settled before either peer reported it")
+	}
+	st.reported("n2", []string{"m"})
+	st.reported("n4", []string{"m"}) // not a peer: no consumer in the listing
+	if st.settled("m") {
+		t.Fatal("m settled with peer n3 yet to report it")
+	}
+	st.reported("n3", []string{"m", "unknown"})
+	if !st.settled("m") {
+		t.Fatal("m not settled after both peers reported it")
+	}
+	st.listed(at(2), false, []string{"n2", "n3", "n5"})
+	if st.settled("m") {
+		t.Fatal("m settled with a new peer n5 (its consumer in a later listing) yet to report it")
+	}
+}
+
+// Settling across nodes on a node given a shared message: it is reported
+// to the committing node once every connection handed the frame acked it,
+// at once when no local connection got one, never while a registered
+// recipient's connection missed the frame; a reported message's account
+// and acked fast entries go, and a shared message never reads settled here
+// (only its committing node's relay asks).
+func TestSharedMessagesReportedOnceSettledHere(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	a := &session{fast: map[string]fastEntry{}}
+	st := newSettling(true)
+
+	a.fast["s1"] = fastEntry{at: now, counted: true}
+	st.handledFor("n1", "s1", []*session{a}, false, now)
+	st.handledFor("n1", "nobody", nil, false, now)
+	st.handledFor("n2", "missed", nil, true, now)
+	st.listed(now.Add(time.Second), false, nil)
+	if st.settled("s1") {
+		t.Fatal("a shared message reads settled on the node it was shared with")
+	}
+	if got := st.reports["n1"]; !slices.Equal(got, []string{"nobody"}) {
+		t.Fatalf("reports before the ack: %v, want only the message no connection here got", got)
+	}
+	select {
+	case <-st.kick:
+	default:
+		t.Fatal("the first report queued did not wake the reporter")
+	}
+	a.fast["s1"] = fastEntry{at: now, counted: true, acked: true}
+	st.done("s1")
+	if got := st.reports["n1"]; !slices.Equal(got, []string{"nobody", "s1"}) {
+		t.Fatalf("reports after the ack: %v, want nobody and s1", got)
+	}
+	if _, ok := a.fast["s1"]; ok {
+		t.Fatal("the acked fast entry of a reported message stayed")
+	}
+	if _, ok := st.local["s1"]; ok || st.local["missed"] == nil || len(st.reports["n2"]) != 0 {
+		t.Fatalf("accounts %v, reports to n2 %v: want s1's gone, missed kept and unreported", st.local, st.reports["n2"])
+	}
+}
+
+func TestSplitPeers(t *testing.T) {
+	peers, others := splitPeers([]string{"push-n2", "hook-a", "push-n3", "debug"})
+	if !slices.Equal(peers, []string{"n2", "n3"}) || !slices.Equal(others, []string{"hook-a", "debug"}) {
+		t.Fatalf("peers %v others %v", peers, others)
+	}
+}
