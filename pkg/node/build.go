@@ -160,6 +160,7 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	// changes only once Run runs.
 	rc.OnLead = func(leading bool) {
 		n.leads.Store(leading)
+		n.Push.Lead(leading)
 		if n.Forward != nil {
 			n.Forward.Lead(leading)
 		}

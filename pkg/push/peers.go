@@ -118,6 +118,31 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 	}
 }
 
+// Lead tells the registry whether this node's relay leads (Config.Peers):
+// only then does anything ask whether a message is settled here, so only
+// then does Run list the stream's consumers. A node that stops leading
+// forgets what the listings proved; it proves it again when it leads.
+func (r *Registry) Lead(leading bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settle.leading = leading
+	if !leading {
+		r.settle.listed(time.Time{}, true, nil)
+		r.metrics.alone.Set(0)
+	}
+}
+
+// lists reports whether Run's listing is needed now: always alone, and
+// across nodes while the relay leads.
+func (r *Registry) lists() bool {
+	if !r.cfg.Peers {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.settle.leading
+}
+
 // Reported takes a peer's report of the messages it settled.
 func (r *Registry) Reported(peer string, ids []string) {
 	r.mu.Lock()

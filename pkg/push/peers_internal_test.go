@@ -1,6 +1,7 @@
 package push
 
 import (
+	"github.com/nats-io/nats.go"
 	"slices"
 	"testing"
 	"time"
@@ -81,5 +82,44 @@ func TestSplitPeers(t *testing.T) {
 	peers, others := splitPeers([]string{"push-n2", "hook-a", "push-n3", "debug"})
 	if !slices.Equal(peers, []string{"n2", "n3"}) || !slices.Equal(others, []string{"hook-a", "debug"}) {
 		t.Fatalf("peers %v others %v", peers, others)
+	}
+}
+
+// Across nodes, only the node whose relay leads lists the stream's
+// consumers, and one that stops leading forgets what its listings proved:
+// a message it had read settled is not settled until it leads and lists
+// again.
+func TestOnlyTheLeadingNodeLists(t *testing.T) {
+	r, err := New(Config{NodeID: "a", Settle: true, Peers: true, Conn: &nats.Conn{}, FastSubject: "s", SettledPrefix: "d."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	r.settle.handled("m", nil, false, false, now)
+	r.mu.Unlock()
+	if r.lists() {
+		t.Fatal("a node whose relay does not lead lists the consumers")
+	}
+	r.Lead(true)
+	if !r.lists() {
+		t.Fatal("the leading node does not list the consumers")
+	}
+	r.mu.Lock()
+	r.settle.listed(now.Add(time.Millisecond), false, nil)
+	r.mu.Unlock()
+	if settled, _ := r.Settled("m"); !settled {
+		t.Fatal("m not settled after a listing on the leading node")
+	}
+	r.Lead(false)
+	if settled, _ := r.Settled("m"); settled || r.lists() {
+		t.Fatalf("after the lead was lost: m settled %v, lists %v; want neither", settled, r.lists())
+	}
+	alone, err := New(Config{NodeID: "b", Settle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alone.lists() {
+		t.Fatal("a node settling alone does not list the consumers")
 	}
 }

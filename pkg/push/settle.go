@@ -68,6 +68,8 @@ type settling struct {
 	reports map[string][]string
 	// kick wakes the reporter when the first report is queued.
 	kick chan struct{}
+	// leading is whether this node's relay leads, with Config.Peers.
+	leading bool
 }
 
 // localEntry is one message the fast path handled.
@@ -219,7 +221,9 @@ func (r *Registry) watchAlone(ctx context.Context) {
 	defer t.Stop()
 	var str jetstream.Stream
 	for {
-		str = r.checkAlone(ctx, str)
+		if r.lists() {
+			str = r.checkAlone(ctx, str)
+		}
 		select {
 		case <-ctx.Done():
 			return
