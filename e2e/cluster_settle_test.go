@@ -92,11 +92,14 @@ func TestNodesSettleAcrossEachOther(t *testing.T) {
 	testwait.For(t, 10*time.Second, "node a settles again", func() bool { return a.metric(t, "chatd_push_settle_alone") == 1 })
 
 	// A node that does not report, with a connection of bob's: every
-	// message goes to the stream, and reaches it live.
+	// message goes to the stream, and reaches it live. Bob's first device
+	// on c had each one from the share and reported it: its stream
+	// delivery finds c's fast entry and sends no second frame.
 	d := mustRunNode(t, nodeConfig(dsn, ns.ClientURL(), "d", node.Config{Settle: node.SettleOff}))
 	bob2 := mustPeer(t, d.URL(), "bob", "second", func(c *client.Config) { c.Chats = []string{chat} })
 	bob2.waitConnected(t, 1)
 	settled0, published0 = relayed()
+	dup0 := bob.c.Stats().DuplicateFrames
 	last := alice.sendN(t, chat, "z", 10, 5*time.Millisecond)
 	all = idsAfter(0, sent, more, last)
 	bob.reconcile(t, chat, 1, all, 10*time.Second)
@@ -108,4 +111,7 @@ func TestNodesSettleAcrossEachOther(t *testing.T) {
 	testwait.For(t, 10*time.Second, "bob's second device gets alice's last 10 live", func() bool {
 		return bob2.c.Stats().MsgFrames >= 10
 	})
+	if dup := bob.c.Stats().DuplicateFrames - dup0; dup != 0 {
+		t.Fatalf("bob on c got %d duplicate frames of the 10 messages published after c reported them", dup)
+	}
 }

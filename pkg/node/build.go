@@ -139,7 +139,8 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	pc.NodeID, pc.JS, pc.Stream = n.nodeID, n.js, cfg.Stream.Name
 	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
 	if cfg.settlesAcross() {
-		pc.Peers, pc.Conn, pc.FastSubject, pc.SettledPrefix = true, n.nc, cfg.sharedSubject(), cfg.settledSubjects()
+		pc.Peers, pc.Conn = true, n.nc
+		pc.FastSubject, pc.SettledPrefix, pc.SkippedSubject = cfg.sharedSubject(), cfg.settledSubjects(), cfg.skippedSubject()
 	}
 	if cfg.settlesTaken() {
 		pc.Filter, pc.TakenPrefix, pc.TakenSkippers = cfg.liveSubjects(), cfg.takenSubjects(), []string{notify.ConsumerName}

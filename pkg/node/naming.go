@@ -68,10 +68,12 @@ func (c *Config) relayWakeSubject() string { return c.SubjectPrefix + ".relay.wa
 func (c *Config) forwardSubject() string { return c.SubjectPrefix + ".ingest.commit" }
 
 // sharedSubject is where the committing node shares its messages with the
-// other nodes, and settledSubjects (plus its node id) where they report
-// those they settled (push.Config.Peers).
+// other nodes, settledSubjects (plus its node id) where they report those
+// they settled, and skippedSubject where it says which it kept out of the
+// stream (push.Config.Peers).
 func (c *Config) sharedSubject() string   { return c.SubjectPrefix + ".settle.shared" }
 func (c *Config) settledSubjects() string { return c.SubjectPrefix + ".settle.done." }
+func (c *Config) skippedSubject() string  { return c.SubjectPrefix + ".settle.skipped" }
 
 // signalPrefix is the signal bus's subject prefix.
 func (c *Config) signalPrefix() string { return c.SubjectPrefix + ".sig" }

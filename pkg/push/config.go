@@ -81,12 +81,15 @@ type Config struct {
 	// Peers, with Settle, settles across nodes (peers.go): the other nodes'
 	// consumers in a listing are peers, each of which must report a message
 	// settled, rather than consumers that end settling. Conn carries the
-	// messages the node shares (Share) under FastSubject, and the peers'
-	// reports under SettledPrefix plus the committing node's id.
-	Peers         bool
-	Conn          *nats.Conn
-	FastSubject   string
-	SettledPrefix string
+	// messages the node shares (Share) under FastSubject, the peers'
+	// reports under SettledPrefix plus the committing node's id, and which
+	// shared messages the committing node kept out of the stream under
+	// SkippedSubject.
+	Peers          bool
+	Conn           *nats.Conn
+	FastSubject    string
+	SettledPrefix  string
+	SkippedSubject string
 	// Filter, if set, is the one subject filter of this node's consumer
 	// (the node sets <prefix>.out.*, one token after it): what the relay
 	// publishes under its TakenPrefix never comes to it. Empty: it reads
@@ -155,8 +158,8 @@ func (c *Config) setDefaults() error {
 	if c.InactiveThreshold <= 0 {
 		c.InactiveThreshold = 10 * time.Minute
 	}
-	if c.Peers && (!c.Settle || c.Conn == nil || c.FastSubject == "" || c.SettledPrefix == "" || c.TakenPrefix != "") {
-		return errors.New("push: Config.Peers needs Settle, Conn, FastSubject and SettledPrefix, and no TakenPrefix")
+	if c.Peers && (!c.Settle || c.Conn == nil || c.FastSubject == "" || c.SettledPrefix == "" || c.SkippedSubject == "" || c.TakenPrefix != "") {
+		return errors.New("push: Config.Peers needs Settle, Conn, FastSubject, SettledPrefix and SkippedSubject, and no TakenPrefix")
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute

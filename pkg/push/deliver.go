@@ -162,6 +162,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 			}
 		}
 	default:
+		r.settle.deliveredShared(env.Message.ID)
 		d = &delivery{seq: seq, msg: msg, m: Outgoing{Message: env.Message}, sentAt: now}
 		if r.fanOutLocked(d, env.Recipients) {
 			r.streamFirst[d.m.ID] = now

@@ -54,7 +54,9 @@ func splitPeers(names []string) (peers, others []string) {
 
 // handledFor records what the fast path did with a message origin shared,
 // and reports it at once when it is already settled here (in a pair, the
-// nodes without its recipient).
+// nodes without its recipient). An entry with sessions stays until origin
+// says what became of the message (skippedBy), so that a stream delivery
+// after all finds their fast entries and sends no frame twice.
 func (st *settling) handledFor(origin, id string, sessions []*session, missed bool, now time.Time) {
 	le := &localEntry{waiting: len(sessions), missed: missed, sessions: sessions, at: now, origin: origin}
 	if le.settledHere() {
@@ -64,17 +66,9 @@ func (st *settling) handledFor(origin, id string, sessions []*session, missed bo
 	st.local[id] = le
 }
 
-// report queues id for its origin and drops its entry, with its sessions'
-// acked fast entries: unless the origin publishes the message after all
-// (when another node did not settle it), no stream delivery comes to clear
-// them, and that delivery would only re-send a frame the client dedupes.
+// report queues id for its origin.
 func (st *settling) report(id string, le *localEntry) {
-	delete(st.local, id)
-	for _, s := range le.sessions {
-		if fe, ok := s.fast[id]; ok && fe.acked {
-			delete(s.fast, id)
-		}
-	}
+	le.sent = true
 	if len(st.reports) == 0 {
 		select {
 		case st.kick <- struct{}{}:
@@ -82,6 +76,30 @@ func (st *settling) report(id string, le *localEntry) {
 		}
 	}
 	st.reports[le.origin] = append(st.reports[le.origin], id)
+}
+
+// skippedBy drops the entries of the messages origin kept out of the
+// stream, with their sessions' fast entries: no stream delivery will come
+// to clear them.
+func (st *settling) skippedBy(origin string, ids []string) {
+	for _, id := range ids {
+		le := st.local[id]
+		if le == nil || le.origin != origin {
+			continue
+		}
+		delete(st.local, id)
+		for _, s := range le.sessions {
+			delete(s.fast, id) // a no-op on a withdrawn session's nil map
+		}
+	}
+}
+
+// deliveredShared drops the entry of a shared message the stream delivers
+// after all: the delivery takes over its sessions' fast entries.
+func (st *settling) deliveredShared(id string) {
+	if le := st.local[id]; le != nil && le.origin != "" {
+		delete(st.local, id)
+	}
 }
 
 // reported records that peer has settled the messages ids, committed here.
@@ -143,6 +161,33 @@ func (r *Registry) lists() bool {
 	return r.settle.leading
 }
 
+// announceSkipped tells the other nodes which of the messages this node
+// shared it kept out of the stream, so they drop what they kept for a
+// stream delivery that will not come.
+func (r *Registry) announceSkipped(ids []string) {
+	if !r.cfg.Peers || len(ids) == 0 {
+		return
+	}
+	msg := &nats.Msg{Subject: r.cfg.SkippedSubject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}},
+		Data: []byte(strings.Join(ids, "\n"))}
+	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+		r.sampled.Warn("announce the messages kept out of the stream", "err", err)
+	}
+}
+
+// onSkipped takes another node's announcement of the messages it kept out
+// of the stream.
+func (r *Registry) onSkipped(msg *nats.Msg) {
+	origin := msg.Header.Get(nodeHeader)
+	if origin == "" || origin == r.cfg.NodeID {
+		return
+	}
+	ids := strings.Split(string(msg.Data), "\n")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settle.skippedBy(origin, ids)
+}
+
 // Reported takes a peer's report of the messages it settled.
 func (r *Registry) Reported(peer string, ids []string) {
 	r.mu.Lock()
@@ -194,6 +239,7 @@ func (r *Registry) runPeers(ctx context.Context) {
 	}()
 	for subject, handle := range map[string]nats.MsgHandler{
 		r.cfg.FastSubject:                  r.onShared,
+		r.cfg.SkippedSubject:               r.onSkipped,
 		r.cfg.SettledPrefix + r.cfg.NodeID: r.onReport,
 	} {
 		// A subscription refused (the connection closed) leaves every

@@ -41,16 +41,20 @@ func TestSettlingWaitsForEveryPeer(t *testing.T) {
 // Settling across nodes on a node given a shared message: it is reported
 // to the committing node once every connection handed the frame acked it,
 // at once when no local connection got one, never while a registered
-// recipient's connection missed the frame; a reported message's account
-// and acked fast entries go, and a shared message never reads settled here
-// (only its committing node's relay asks).
+// recipient's connection missed the frame. A shared message never reads
+// settled here (only its committing node's relay asks). A reported one
+// keeps its sessions' fast entries until its origin says it kept it out of
+// the stream (a stream delivery after all must find them and send no frame
+// twice), or until that delivery comes.
 func TestSharedMessagesReportedOnceSettledHere(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	a := &session{fast: map[string]fastEntry{}}
 	st := newSettling(true)
 
 	a.fast["s1"] = fastEntry{at: now, counted: true}
+	a.fast["s2"] = fastEntry{at: now, counted: true}
 	st.handledFor("n1", "s1", []*session{a}, false, now)
+	st.handledFor("n1", "s2", []*session{a}, false, now)
 	st.handledFor("n1", "nobody", nil, false, now)
 	st.handledFor("n2", "missed", nil, true, now)
 	st.listed(now.Add(time.Second), false, nil)
@@ -58,23 +62,35 @@ func TestSharedMessagesReportedOnceSettledHere(t *testing.T) {
 		t.Fatal("a shared message reads settled on the node it was shared with")
 	}
 	if got := st.reports["n1"]; !slices.Equal(got, []string{"nobody"}) {
-		t.Fatalf("reports before the ack: %v, want only the message no connection here got", got)
+		t.Fatalf("reports before the acks: %v, want only the message no connection here got", got)
 	}
 	select {
 	case <-st.kick:
 	default:
 		t.Fatal("the first report queued did not wake the reporter")
 	}
-	a.fast["s1"] = fastEntry{at: now, counted: true, acked: true}
-	st.done("s1")
-	if got := st.reports["n1"]; !slices.Equal(got, []string{"nobody", "s1"}) {
-		t.Fatalf("reports after the ack: %v, want nobody and s1", got)
+	for _, id := range []string{"s1", "s2"} {
+		a.fast[id] = fastEntry{at: now, counted: true, acked: true}
+		st.done(id)
 	}
-	if _, ok := a.fast["s1"]; ok {
-		t.Fatal("the acked fast entry of a reported message stayed")
+	st.done("s1") // a second count-down reports nothing twice
+	if got := st.reports["n1"]; !slices.Equal(got, []string{"nobody", "s1", "s2"}) {
+		t.Fatalf("reports after the acks: %v, want nobody, s1 and s2 once each", got)
 	}
-	if _, ok := st.local["s1"]; ok || st.local["missed"] == nil || len(st.reports["n2"]) != 0 {
-		t.Fatalf("accounts %v, reports to n2 %v: want s1's gone, missed kept and unreported", st.local, st.reports["n2"])
+	if len(a.fast) != 2 || st.local["s1"] == nil {
+		t.Fatal("a reported message's account or fast entry went before its origin said what became of it")
+	}
+	st.skippedBy("n2", []string{"s1"}) // not its origin
+	st.skippedBy("n1", []string{"s1"})
+	st.deliveredShared("s2")
+	if _, ok := a.fast["s1"]; ok || st.local["s1"] != nil || st.local["s2"] != nil {
+		t.Fatalf("after s1 was kept out of the stream and s2 delivered by it: fast entries %v, accounts %v; want s1's gone, s2's account gone", a.fast, st.local)
+	}
+	if _, ok := a.fast["s2"]; !ok {
+		t.Fatal("s2's fast entry went with its account: its stream delivery needs it")
+	}
+	if st.local["missed"] == nil || len(st.reports["n2"]) != 0 {
+		t.Fatalf("missed: account %v, reports to n2 %v; want it kept and unreported", st.local["missed"], st.reports["n2"])
 	}
 }
 
@@ -90,7 +106,7 @@ func TestSplitPeers(t *testing.T) {
 // a message it had read settled is not settled until it leads and lists
 // again.
 func TestOnlyTheLeadingNodeLists(t *testing.T) {
-	r, err := New(Config{NodeID: "a", Settle: true, Peers: true, Conn: &nats.Conn{}, FastSubject: "s", SettledPrefix: "d."})
+	r, err := New(Config{NodeID: "a", Settle: true, Peers: true, Conn: &nats.Conn{}, FastSubject: "s", SettledPrefix: "d.", SkippedSubject: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

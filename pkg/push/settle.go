@@ -89,8 +89,11 @@ type localEntry struct {
 	sessions []*session
 	at       time.Time // when the fast path ran; Reap forgets it after FastMemory
 	// origin is the node that committed and shared the message, when
-	// another: the entry is reported to it once settled here, then dropped.
+	// another: the entry is reported to it once settled here (sent), and
+	// dropped when that node says it kept the message out of the stream,
+	// or when the stream delivers it after all (peers.go).
 	origin string
+	sent   bool
 	// reported are the peers that reported the message settled on them.
 	reported []string
 }
@@ -116,7 +119,7 @@ func (st *settling) done(id string) {
 		return
 	}
 	le.waiting--
-	if le.origin != "" && le.settledHere() {
+	if le.origin != "" && !le.sent && le.settledHere() {
 		st.report(id, le)
 	}
 }
@@ -166,7 +169,8 @@ func (st *settling) listed(began time.Time, notAlone bool, peers []string) (chan
 // Forget).
 func (st *settling) forget(skipped, published []string) {
 	// An entry is asked about only where its message was committed
-	// (origin ""); a shared one leaves when reported, or with Reap.
+	// (origin ""); a shared one leaves with its origin's notice (skippedBy),
+	// its stream delivery, or Reap.
 	for _, id := range published {
 		delete(st.local, id)
 	}
@@ -352,6 +356,7 @@ func subjectMatches(filter, subject string) bool {
 // frame nor waits for an ack that already came. Implements stream.Settler.
 func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.settle.forget(skipped, published)
+	r.mu.Unlock()
+	r.announceSkipped(skipped)
 }
