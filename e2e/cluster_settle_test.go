@@ -67,6 +67,14 @@ func TestNodesSettleAcrossEachOther(t *testing.T) {
 		t.Fatalf("b was shared %v messages, c reported %v settled; want all 40 shared and most reported",
 			b.metric(t, "chatd_push_shared_total"), c.metric(t, "chatd_push_settle_reports_total"))
 	}
+	// What the nodes kept for settling goes once the relay is done: the
+	// committing node's accounts with its rows, the others' with its word
+	// that it kept the messages out of the stream.
+	for name, n := range map[string]*runningNode{"a": a, "b": b, "c": c} {
+		testwait.For(t, 10*time.Second, "node "+name+"'s settle accounts drain", func() bool {
+			return n.metric(t, "chatd_push_settle_accounts") == 0
+		})
+	}
 
 	// A consumer of the stream other than the nodes': nothing settles.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,6 +1,8 @@
 package push
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"log/slog"
 	"sync"
 	"time"
@@ -118,7 +120,19 @@ func New(cfg Config) (*Registry, error) {
 		r.health = healthLive // fast path only: no consumer to wait for
 		close(r.live)
 	}
+	if cfg.Settle {
+		promauto.With(cfg.Registerer).NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "chatd_push_settle_accounts",
+			Help: "Messages whose fast-path account this node keeps for settling; in steady traffic about a settle wait's worth.",
+		}, r.settleAccounts)
+	}
 	return r, nil
+}
+
+func (r *Registry) settleAccounts() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return float64(len(r.settle.local))
 }
 
 // Attach registers c for live delivery. An older session of the same user
