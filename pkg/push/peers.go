@@ -118,6 +118,10 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 	if !r.cfg.Peers || len(envs) == 0 {
 		return
 	}
+	// A batch of a large room's messages, each naming every member, can
+	// outgrow NATS's max payload: it goes in as many messages as it needs
+	// (each envelope alone fits, ingest refuses larger ones).
+	limit := int(r.cfg.Conn.MaxPayload()) - shareHeaderRoom
 	var data []byte
 	for i := range envs {
 		b, err := codec.EncodeEnvelope(&envs[i])
@@ -127,9 +131,23 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 			r.sampled.Warn("encode a message to share with the other nodes", "id", envs[i].Message.ID, "err", err)
 			continue
 		}
+		if len(data) > 0 && len(data)+len(b)+1 > limit {
+			r.publishShare(data)
+			data = nil
+		}
 		// An encoded envelope is JSON without a raw newline.
 		data = append(append(data, b...), '\n')
 	}
+	if len(data) > 0 {
+		r.publishShare(data)
+	}
+}
+
+// shareHeaderRoom is what a share's subject and header take of NATS's max
+// payload, with room to spare.
+const shareHeaderRoom = 1024
+
+func (r *Registry) publishShare(data []byte) {
 	msg := &nats.Msg{Subject: r.cfg.FastSubject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}}, Data: data}
 	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
 		r.sampled.Warn("share committed messages with the other nodes", "err", err)
