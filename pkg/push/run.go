@@ -38,24 +38,14 @@ func (r *Registry) Run(ctx context.Context) error {
 		r.health = healthStarting // a stopped consumer feeds nobody
 		r.mu.Unlock()
 	}()
+	// Run returns only once ctx ended, which ends these too.
+	var helpers sync.WaitGroup
+	defer helpers.Wait()
 	if r.settle.on {
-		var alone sync.WaitGroup
-		alone.Add(1)
-		go func() {
-			defer alone.Done()
-			r.watchAlone(ctx)
-		}()
-		// Run returns only once ctx ended, which ends watchAlone too.
-		defer alone.Wait()
+		helpers.Go(func() { r.watchAlone(ctx) })
 	}
 	if r.cfg.Peers {
-		var peers sync.WaitGroup
-		peers.Add(1)
-		go func() {
-			defer peers.Done()
-			r.runPeers(ctx)
-		}()
-		defer peers.Wait()
+		helpers.Go(func() { r.runPeers(ctx) })
 	}
 	for {
 		w, ok := r.start(ctx)
