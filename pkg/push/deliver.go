@@ -18,8 +18,8 @@ func (r *Registry) FastPath(m *chatd.Message, recipients []string) {
 
 // FastPathForwarded is FastPath for a message the node whose relay leads
 // committed for this one (pkg/forward): the frames go out, but the account
-// is kept when that node shares the message (FastPathShared), since only
-// its relay asks.
+// is kept when that node shares the message (peers.go), since only its
+// relay asks.
 func (r *Registry) FastPathForwarded(m *chatd.Message, recipients []string) {
 	r.fastPath(m, recipients, fastFrames, "")
 }

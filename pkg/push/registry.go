@@ -1,8 +1,6 @@
 package push
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +8,8 @@ import (
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // session is one registered connection and its delivery bookkeeping.
