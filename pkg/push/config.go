@@ -2,12 +2,12 @@ package push
 
 import (
 	"errors"
-	"github.com/nats-io/nats.go"
 	"log/slog"
 	"time"
 
 	"github.com/chatd/chatd"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -1,10 +1,11 @@
 package push
 
 import (
-	"github.com/nats-io/nats.go"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Settling across nodes on the committing node: settled here and proved
