@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"net/url"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/client"
 	"github.com/chatd/chatd/pkg/node"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
 )
 
@@ -151,6 +154,29 @@ func twoNodesOneRelay(t *testing.T, forward string) {
 			forwardBatches(t, c, "forwarded"), forwardBatches(t, b, "taken"))
 	}
 	testwait.For(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
+	// With the commits on one node the nodes settle across each other, and
+	// the node that took the relay over does too, once the consumer of the
+	// node that left is gone (it waits for that node's reports until then,
+	// and publishes everything): as an operator deletes it, or JetStream
+	// after its inactive threshold.
+	if forward == node.ForwardOn {
+		if settled := b.metric(t, "chatd_relay_settled_total"); settled != 0 {
+			t.Errorf("b settled %v messages while node a's consumer still waits for a's reports", settled)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.JetStream().DeleteConsumer(ctx, stream.DefaultName, push.ConsumerName("a")); err != nil {
+			t.Fatalf("delete node a's consumer: %v", err)
+		}
+		published := b.metric(t, "chatd_relay_published_total")
+		last := alice2.sendN(t, chat, "d", 10, 5*time.Millisecond)
+		bob.reconcile(t, chat, 1, idsAfter(0, fromAlice, fromBob, later, last), 10*time.Second)
+		testwait.For(t, 10*time.Second, "the outbox drains", func() bool { return b.outboxDepth(t) == 0 })
+		if settled := b.metric(t, "chatd_relay_settled_total"); settled == 0 {
+			t.Errorf("b settled none of c's last 10 messages with a's consumer gone (published %v more)",
+				b.metric(t, "chatd_relay_published_total")-published)
+		}
+	}
 	if got := relayActive(t, b, c); got[0] != 1 || got[1] != 0 {
 		t.Fatalf("relay active on b, c = %v, want exactly one (b)", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/chatd/chatd/pkg/codec"
 	"github.com/chatd/chatd/pkg/store"
@@ -32,11 +33,16 @@ func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.
 		return hw, nil
 	}
 	// An ordered consumer is ephemeral and not one of the nodes' push-*
-	// consumers, so it never holds reclaim's floor.
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	// consumers, so it never holds reclaim's floor. It is deleted once read:
+	// while it exists a settling node takes it for a reader of the stream
+	// and publishes every message (push's alone check), for the server's
+	// default of five idle minutes; orderedIdle bounds that when the delete
+	// does not happen (the process died mid-read).
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{InactiveThreshold: orderedIdle})
 	if err != nil {
 		return hw, fmt.Errorf("high water: consumer: %w", err)
 	}
+	defer deleteOrdered(s, c)
 	for {
 		batch, err := c.FetchNoWait(256)
 		if err != nil {
@@ -68,4 +74,20 @@ func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.
 			return hw, ctx.Err()
 		}
 	}
+}
+
+// orderedIdle is how long the server keeps HighWater's consumer once
+// nothing reads it.
+const orderedIdle = 5 * time.Second
+
+// deleteOrdered deletes the server's consumer behind c, if it made one.
+// It has a context of its own: HighWater's may have ended.
+func deleteOrdered(s jetstream.Stream, c jetstream.Consumer) {
+	info := c.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.DeleteConsumer(ctx, info.Name) // orderedIdle removes it otherwise
 }

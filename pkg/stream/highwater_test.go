@@ -50,4 +50,13 @@ func TestHighWaterReadsTheStream(t *testing.T) {
 	if hw.Seqs["a"] != 4 || hw.Seqs["b"] != 7 || hw.OutboxID != 5 {
 		t.Errorf("got %+v, want a:4 b:7 outbox 5", hw)
 	}
+	// Its consumer is gone: while one exists, a settling node takes it for
+	// a reader of the stream and publishes every message.
+	var left []string
+	for name := range s.ConsumerNames(ctx).Name() {
+		left = append(left, name)
+	}
+	if len(left) != 0 {
+		t.Errorf("consumers left on the stream after the read: %v, want none", left)
+	}
 }
