@@ -2,11 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/chatd/chatd/pkg/changes"
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // stage is a group of components stopped together during shutdown.
@@ -45,8 +48,9 @@ func (s *stage) stop() {
 // Then it shuts down in the order that loses nothing: fail /readyz and wait
 // Config.ShutdownDelay (everything still serving), stop taking sends and
 // commit what is queued (ingest), stop the relay, push and reclaim, close
-// every socket with a going-away frame and stop HTTP, then the store and
-// the embedded services.
+// every socket with a going-away frame and stop HTTP, delete the node's
+// consumer when the nodes settle across each other (leaveStream), then the
+// store and the embedded services.
 // It returns the first component failure, or nil.
 func (n *Node) Run(ctx context.Context) error {
 	defer n.Close()
@@ -103,8 +107,27 @@ func (n *Node) Run(ctx context.Context) error {
 	accept.stop()
 	deliver.stop()
 	web.stop()
+	n.leaveStream()
 	n.log.Info("stopped")
 	return err
+}
+
+// leaveStream deletes this node's consumer once every socket is closed,
+// when the nodes settle across each other: while it exists the others wait
+// for this node's reports and publish every message, until JetStream
+// removes it (push.Config.InactiveThreshold). Nothing needs it any more:
+// its sessions are gone, and a node back under this id makes a new one
+// that delivers only what is published after it.
+func (n *Node) leaveStream() {
+	if !n.cfg.settlesAcross() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name := push.ConsumerName(n.nodeID)
+	if err := n.js.DeleteConsumer(ctx, n.cfg.Stream.Name, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		n.log.Warn("delete this node's consumer; the other nodes publish every message until JetStream removes it", "consumer", name, "err", err)
+	}
 }
 
 // waitShutdownDelay waits Config.ShutdownDelay. A second signal during it
