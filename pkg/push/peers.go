@@ -163,7 +163,7 @@ func (r *Registry) Lead(leading bool) {
 	defer r.mu.Unlock()
 	r.settle.leading = leading
 	if !leading {
-		r.settle.listed(time.Time{}, true, nil)
+		r.settle.unproven()
 		r.metrics.alone.Set(0)
 	}
 }
@@ -206,13 +206,6 @@ func (r *Registry) onSkipped(msg *nats.Msg) {
 	r.settle.skippedBy(origin, ids)
 }
 
-// Reported takes a peer's report of the messages it settled.
-func (r *Registry) Reported(peer string, ids []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.settle.reported(peer, ids)
-}
-
 // onShared runs the fast path for messages another node shared.
 func (r *Registry) onShared(msg *nats.Msg) {
 	origin := msg.Header.Get(nodeHeader)
@@ -243,7 +236,10 @@ func (r *Registry) onReport(msg *nats.Msg) {
 	if peer == "" {
 		return
 	}
-	r.Reported(peer, strings.Split(string(msg.Data), "\n"))
+	ids := strings.Split(string(msg.Data), "\n")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settle.reported(peer, ids)
 }
 
 // runPeers takes the other nodes' shares and reports, and sends this

@@ -165,6 +165,12 @@ func (st *settling) listed(began time.Time, notAlone bool, peers []string) (chan
 	return changed
 }
 
+// unproven returns to the state before any listing answered: nothing
+// reads settled until the next one (a node whose relay stopped leading).
+func (st *settling) unproven() {
+	st.aloneAt, st.notAlone, st.peers = time.Time{}, false, nil
+}
+
 // forget drops the account of messages whose rows left the outbox (see
 // Forget).
 func (st *settling) forget(skipped, published []string) {
