@@ -139,7 +139,7 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	pc.NodeID, pc.JS, pc.Stream = n.nodeID, n.js, cfg.Stream.Name
 	pc.Settle, pc.AloneCheck = settle, push.AloneCheckFor(cfg.Relay.SettleWait)
 	if cfg.settlesAcross() {
-		pc.Peers, pc.Conn = true, n.nc
+		pc.Peers, pc.Conn, pc.ReportGather = true, n.nc, push.ReportGatherFor(cfg.Relay.SettleWait)
 		pc.FastSubject, pc.SettledPrefix, pc.SkippedSubject = cfg.sharedSubject(), cfg.settledSubjects(), cfg.skippedSubject()
 	}
 	if cfg.settlesTaken() {

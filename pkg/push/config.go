@@ -90,6 +90,10 @@ type Config struct {
 	FastSubject    string
 	SettledPrefix  string
 	SkippedSubject string
+	// ReportGather, with Peers, is how long the node gathers its reports
+	// and skipped ids before it sends them. Zero means DefaultReportGather;
+	// ReportGatherFor fits it to a relay's settle wait.
+	ReportGather time.Duration
 	// Filter, if set, is the one subject filter of this node's consumer
 	// (the node sets <prefix>.out.*, one token after it): what the relay
 	// publishes under its TakenPrefix never comes to it. Empty: it reads
@@ -163,6 +167,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute
+	}
+	if c.ReportGather <= 0 {
+		c.ReportGather = DefaultReportGather
 	}
 	if c.AloneCheck <= 0 {
 		c.AloneCheck = 50 * time.Millisecond

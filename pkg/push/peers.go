@@ -34,10 +34,17 @@ import (
 // nodeHeader names the node a share or a report comes from.
 const nodeHeader = "Chatd-Node"
 
-// reportGather is how long the reporter gathers ids before it sends them:
-// at thousands of messages a second, a few reports a millisecond rather
-// than one per id.
-const reportGather = 2 * time.Millisecond
+// DefaultReportGather is Config.ReportGather's default and its most.
+const DefaultReportGather = 20 * time.Millisecond
+
+// ReportGatherFor is Config.ReportGather for a relay's settle wait: long
+// enough that a node sends a few reports a second's tenth rather than one
+// per acked message (each NATS message costs both nodes far more than an
+// id in it), short enough that a report reaches the committing node well
+// within the wait, or the message would be published for want of it.
+func ReportGatherFor(settleWait time.Duration) time.Duration {
+	return min(max(settleWait/10, time.Millisecond), DefaultReportGather)
+}
 
 // splitPeers separates the nodes' consumers among names into the peers'
 // node ids and the rest.
@@ -69,13 +76,27 @@ func (st *settling) handledFor(origin, id string, sessions []*session, missed bo
 // report queues id for its origin.
 func (st *settling) report(id string, le *localEntry) {
 	le.sent = true
-	if len(st.reports) == 0 {
-		select {
-		case st.kick <- struct{}{}:
-		default:
-		}
-	}
+	st.wakeReporter()
 	st.reports[le.origin] = append(st.reports[le.origin], id)
+}
+
+// queueSkipped queues ids, which this node shared and kept out of the
+// stream, for the reporter to announce.
+func (st *settling) queueSkipped(ids []string) {
+	st.wakeReporter()
+	st.skipped = append(st.skipped, ids...)
+}
+
+// wakeReporter kicks the reporter when nothing is queued yet: it gathers
+// from the first id on.
+func (st *settling) wakeReporter() {
+	if len(st.reports) > 0 || len(st.skipped) > 0 {
+		return
+	}
+	select {
+	case st.kick <- struct{}{}:
+	default:
+	}
 }
 
 // skippedBy drops the entries of the messages origin kept out of the
@@ -179,20 +200,6 @@ func (r *Registry) lists() bool {
 	return r.settle.leading
 }
 
-// announceSkipped tells the other nodes which of the messages this node
-// shared it kept out of the stream, so they drop what they kept for a
-// stream delivery that will not come.
-func (r *Registry) announceSkipped(ids []string) {
-	if !r.cfg.Peers || len(ids) == 0 {
-		return
-	}
-	msg := &nats.Msg{Subject: r.cfg.SkippedSubject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}},
-		Data: []byte(strings.Join(ids, "\n"))}
-	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
-		r.sampled.Warn("announce the messages kept out of the stream", "err", err)
-	}
-}
-
 // onSkipped takes another node's announcement of the messages it kept out
 // of the stream.
 func (r *Registry) onSkipped(msg *nats.Msg) {
@@ -273,7 +280,7 @@ func (r *Registry) runPeers(ctx context.Context) {
 			return
 		case <-r.settle.kick:
 		}
-		t.Reset(reportGather)
+		t.Reset(r.cfg.ReportGather)
 		select {
 		case <-ctx.Done():
 			return
@@ -283,23 +290,33 @@ func (r *Registry) runPeers(ctx context.Context) {
 	}
 }
 
-// sendReports sends the queued reports, one message per origin.
+// sendReports sends the queued reports, one message per origin, and the
+// queued skipped ids in one announcement: the other nodes then drop what
+// they kept for a stream delivery that will not come.
 func (r *Registry) sendReports() {
 	r.mu.Lock()
-	reports := r.settle.reports
-	if len(reports) == 0 {
-		r.mu.Unlock()
-		return
+	reports, skipped := r.settle.reports, r.settle.skipped
+	if len(reports) > 0 {
+		r.settle.reports = make(map[string][]string, len(reports))
 	}
-	r.settle.reports = make(map[string][]string, len(reports))
+	r.settle.skipped = nil
 	r.mu.Unlock()
 	for origin, ids := range reports {
-		msg := &nats.Msg{Subject: r.cfg.SettledPrefix + origin, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}},
-			Data: []byte(strings.Join(ids, "\n"))}
-		if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+		if err := r.publishIDs(r.cfg.SettledPrefix+origin, ids); err != nil {
 			r.sampled.Warn("report settled messages", "node", origin, "err", err)
 			continue
 		}
 		r.metrics.reports.Add(float64(len(ids)))
 	}
+	if len(skipped) > 0 {
+		if err := r.publishIDs(r.cfg.SkippedSubject, skipped); err != nil {
+			r.sampled.Warn("announce the messages kept out of the stream", "err", err)
+		}
+	}
+}
+
+// publishIDs publishes ids, one per line, from this node.
+func (r *Registry) publishIDs(subject string, ids []string) error {
+	return r.cfg.Conn.PublishMsg(&nats.Msg{Subject: subject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}},
+		Data: []byte(strings.Join(ids, "\n"))})
 }

@@ -140,3 +140,20 @@ func TestOnlyTheLeadingNodeLists(t *testing.T) {
 		t.Fatal("a node settling alone does not list the consumers")
 	}
 }
+
+// A node's reports reach the committing node well within its relay's
+// settle wait: the gathering is a tenth of the wait, at most
+// DefaultReportGather, at least a millisecond.
+func TestReportGatherFitsTheSettleWait(t *testing.T) {
+	for _, c := range []struct{ wait, want time.Duration }{
+		{250 * time.Millisecond, DefaultReportGather},
+		{time.Second, DefaultReportGather},
+		{50 * time.Millisecond, 5 * time.Millisecond},
+		{5 * time.Millisecond, time.Millisecond},
+		{0, time.Millisecond},
+	} {
+		if got := ReportGatherFor(c.wait); got != c.want {
+			t.Errorf("ReportGatherFor(%v) = %v, want %v", c.wait, got, c.want)
+		}
+	}
+}

@@ -54,3 +54,68 @@ func TestLargeBatchSharedInPieces(t *testing.T) {
 		t.Fatalf("40 messages of %d KiB shared in %d NATS messages (max payload %d KiB), want at least 3", len(body)>>10, n, limit>>10)
 	}
 }
+
+// A node gathers what it sends its peers: the ids it reports settled to the
+// committing node, and the ids the committing node kept out of the stream,
+// go in one NATS message per gathering rather than one per acked message
+// or per relay round (each NATS message costs both nodes far more than an
+// id in it).
+func TestReportsAndSkippedIDsGathered(t *testing.T) {
+	e := mustEnv(t)
+	nc := e.js.Conn()
+	peers := func(c *push.Config) {
+		c.Settle, c.Peers, c.Conn = true, true, nc
+		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "g.settle.shared", "g.settle.done.", "g.settle.skipped"
+		c.ReportGather = time.Second
+	}
+	a := mustRegistry(t, e, "a", peers)
+	mustRegistry(t, e, "b", peers)
+	reports := idsOn(t, nc, "g.settle.done.a")
+	skipped := idsOn(t, nc, "g.settle.skipped")
+	share := func() {
+		m := e.newMsg("alice")
+		a.Share([]chatd.Envelope{{OutboxID: e.nextID, Message: m, Device: "web", Recipients: []string{"carol"}}})
+	}
+
+	share() // carol has no connection on b: settled there at once
+	testwait.For(t, 10*time.Second, "b reports the first shared message", func() bool { return reports.ids() == 1 })
+	for range 3 {
+		time.Sleep(10 * time.Millisecond)
+		share()
+	}
+	testwait.For(t, 10*time.Second, "b reports all four shared messages", func() bool { return reports.ids() == 4 })
+	if n := reports.msgs(); n != 2 {
+		t.Fatalf("b reported 4 messages in %d NATS messages, want 2: the first, then the next three, shared 10 ms apart, gathered", n)
+	}
+
+	a.Forget([]string{"x1"}, nil)
+	a.Forget([]string{"x2", "x3"}, nil)
+	testwait.For(t, 10*time.Second, "a announces the three ids it kept out of the stream", func() bool { return skipped.ids() == 3 })
+	if n := skipped.msgs(); n != 1 {
+		t.Fatalf("a announced 3 ids kept out of the stream, from two relay rounds, in %d NATS messages, want 1", n)
+	}
+}
+
+// idCounter counts the NATS messages on a subject and the ids, one per
+// line, in them.
+type idCounter struct{ nmsgs, nids atomic.Int64 }
+
+func (c *idCounter) msgs() int64 { return c.nmsgs.Load() }
+func (c *idCounter) ids() int64  { return c.nids.Load() }
+
+func idsOn(t *testing.T, nc *nats.Conn, subject string) *idCounter {
+	t.Helper()
+	c := &idCounter{}
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		c.nmsgs.Add(1)
+		c.nids.Add(int64(len(strings.Split(string(m.Data), "\n"))))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

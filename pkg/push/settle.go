@@ -64,9 +64,12 @@ type settling struct {
 	// Config.Peers: each must report a message settled (peers.go).
 	peers []string
 	// reports are the ids settled here of messages other nodes committed
-	// and shared, by the node to report them to; the reporter sends them.
+	// and shared, by the node to report them to; skipped are the ids of
+	// messages this node shared and kept out of the stream, to announce.
+	// The reporter sends both.
 	reports map[string][]string
-	// kick wakes the reporter when the first report is queued.
+	skipped []string
+	// kick wakes the reporter when the first report or skipped id is queued.
 	kick chan struct{}
 	// leading is whether this node's relay leads, with Config.Peers.
 	leading bool
@@ -362,7 +365,9 @@ func subjectMatches(filter, subject string) bool {
 // frame nor waits for an ack that already came. Implements stream.Settler.
 func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.settle.forget(skipped, published)
-	r.mu.Unlock()
-	r.announceSkipped(skipped)
+	if r.cfg.Peers && len(skipped) > 0 {
+		r.settle.queueSkipped(skipped)
+	}
 }
