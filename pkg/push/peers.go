@@ -37,10 +37,14 @@ const nodeHeader = "Chatd-Node"
 // DefaultReportGather is Config.ReportGather's default and its most.
 const DefaultReportGather = 20 * time.Millisecond
 
+// maxSkippedQueued bounds the skipped ids queued for the reporter; at
+// thousands of messages a second it gathers a few hundred.
+const maxSkippedQueued = 1 << 16
+
 // ReportGatherFor is Config.ReportGather for a relay's settle wait: long
-// enough that a node sends a few reports a second's tenth rather than one
-// per acked message (each NATS message costs both nodes far more than an
-// id in it), short enough that a report reaches the committing node well
+// enough that a node sends a report every few tens of milliseconds rather
+// than one per acked message (each NATS message costs both nodes far more
+// than an id in it), short enough that a report reaches the committing node well
 // within the wait, or the message would be published for want of it.
 func ReportGatherFor(settleWait time.Duration) time.Duration {
 	return min(max(settleWait/10, time.Millisecond), DefaultReportGather)

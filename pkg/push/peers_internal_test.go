@@ -157,3 +157,25 @@ func TestReportGatherFitsTheSettleWait(t *testing.T) {
 		}
 	}
 }
+
+// The skipped ids queued for the reporter are bounded: a node whose
+// reporter does not run (closing, or its subscriptions refused) keeps at
+// most maxSkippedQueued of them, and goes on forgetting the messages.
+func TestSkippedQueueBounded(t *testing.T) {
+	r, err := New(Config{NodeID: "a", Settle: true, Peers: true, Conn: &nats.Conn{}, FastSubject: "s", SettledPrefix: "d.", SkippedSubject: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := make([]string, 1000)
+	for i := range round {
+		round[i] = "m"
+	}
+	for range 2 * maxSkippedQueued / len(round) {
+		r.Forget(round, nil)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.settle.skipped); n == 0 || n > maxSkippedQueued {
+		t.Fatalf("%d skipped ids queued after %d relay rounds of %d with no reporter, want some and at most %d", n, 2*maxSkippedQueued/len(round), len(round), maxSkippedQueued)
+	}
+}

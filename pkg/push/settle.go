@@ -367,7 +367,14 @@ func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settle.forget(skipped, published)
-	if r.cfg.Peers && len(skipped) > 0 {
-		r.settle.queueSkipped(skipped)
+	if !r.cfg.Peers || len(skipped) == 0 {
+		return
 	}
+	if len(r.settle.skipped)+len(skipped) > maxSkippedQueued {
+		// The reporter has stopped (the node is closing, or could not
+		// subscribe): the other nodes reap what they kept after FastMemory.
+		r.sampled.Warn("skipped ids not announced to the other nodes: the reporter is not sending", "ids", len(skipped))
+		return
+	}
+	r.settle.queueSkipped(skipped)
 }
