@@ -179,6 +179,16 @@ func NewPresence(cfg PresenceConfig) (*Presence, error) {
 	}, nil
 }
 
+// NodeAlive reports whether node's heartbeat is live as this node sees the
+// bucket, and whether that view is current (see presenceTable.alive): a
+// node whose heartbeat lapsed in a current view is taken for dead by the
+// whole cluster's presence, its users offline. Safe for concurrent use.
+func (p *Presence) NodeAlive(node string) (alive, current bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.table.alive(node, p.cfg.Now())
+}
+
 // Connected records that user's first session on this node started.
 func (p *Presence) Connected(user string) { p.setLocal(user, true) }
 

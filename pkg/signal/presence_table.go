@@ -224,6 +224,19 @@ func (t *presenceTable) gone(node string, at time.Time, lapsed bool) []presenceC
 	return t.settleNode(node, at)
 }
 
+// alive reports whether node's heartbeat was heard within the TTL before
+// now, and whether this view is current: this node's own heartbeat, which
+// it writes every refresh, came back through the watch within the TTL. A
+// stalled watch lets every other heartbeat look lapsed; it is not current.
+func (t *presenceTable) alive(node string, now time.Time) (alive, current bool) {
+	self, ok := t.beats[t.self]
+	if !ok || now.Sub(self.at) > t.ttl {
+		return false, false
+	}
+	b, ok := t.beats[node]
+	return ok && now.Sub(b.at) <= t.ttl, true
+}
+
 // expire drops every other node's heartbeat not heard within the TTL
 // before now (its node stopped beating: dead or cut off). Its users who
 // have no other live node go offline, last seen at its last beat.

@@ -234,3 +234,27 @@ func TestPresenceTableLastSeenBound(t *testing.T) {
 		t.Errorf("c back online: got %d entries (%d in order), want 1 (a)", len(tb.lastSeen), tb.seenOrder.Len())
 	}
 }
+
+// A node is alive while its heartbeat was heard within the TTL; the view is
+// current only while this node's own heartbeat came back within the TTL,
+// so a stalled watch, which lets every heartbeat look lapsed, tells
+// nothing.
+func TestNodeAliveInACurrentView(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tb := newPresenceTable(10*time.Second, "self", 100)
+	check := func(when string, now time.Time, node string, wantAlive, wantCurrent bool) {
+		t.Helper()
+		if alive, current := tb.alive(node, now); alive != wantAlive || current != wantCurrent {
+			t.Fatalf("%s: alive(%s) = %v, current %v; want %v, %v", when, node, alive, current, wantAlive, wantCurrent)
+		}
+	}
+	tb.beat("b", "b1", at(0))
+	check("before this node's own heartbeat came back", at(1), "b", false, false)
+	tb.beat("self", "s1", at(1))
+	check("b's heartbeat 1 s old", at(1), "b", true, true)
+	check("a node never heard", at(1), "c", false, true)
+	tb.beat("self", "s1", at(9))
+	check("b's heartbeat 11 s old, this node's 2 s", at(11), "b", false, true)
+	check("this node's own heartbeat 12 s old", at(21), "b", false, false)
+}
