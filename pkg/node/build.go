@@ -141,6 +141,8 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 	if cfg.settlesAcross() {
 		pc.Peers, pc.Conn, pc.ReportGather = true, n.nc, push.ReportGatherFor(cfg.Relay.SettleWait)
 		pc.FastSubject, pc.SettledPrefix, pc.SkippedSubject = cfg.sharedSubject(), cfg.settledSubjects(), cfg.skippedSubject()
+		// Presence is built after delivery, before anything runs.
+		pc.PeerAlive = func(node string) (alive, current bool) { return n.Presence.NodeAlive(node) }
 	}
 	if cfg.settlesTaken() {
 		pc.Filter, pc.TakenPrefix, pc.TakenSkippers = cfg.liveSubjects(), cfg.takenSubjects(), []string{notify.ConsumerName}

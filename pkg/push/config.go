@@ -90,6 +90,12 @@ type Config struct {
 	FastSubject    string
 	SettledPrefix  string
 	SkippedSubject string
+	// PeerAlive, with Peers, says whether another node's presence heartbeat
+	// is live, and whether that view is current (signal.Presence.NodeAlive).
+	// A peer seen alive in the leading node's listings whose heartbeat then
+	// lapses is fenced (fence.go). Nil: none is; a dead node's consumer
+	// holds the settling until JetStream removes it (InactiveThreshold).
+	PeerAlive func(node string) (alive, current bool)
 	// ReportGather, with Peers, is how long the node gathers its reports
 	// and skipped ids before it sends them. Zero means DefaultReportGather;
 	// ReportGatherFor fits it to a relay's settle wait.

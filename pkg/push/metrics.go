@@ -23,8 +23,9 @@ type metrics struct {
 	withdrawn        *prometheus.CounterVec
 	consumerLost     prometheus.Counter
 	alone            prometheus.Gauge
-	// shared and reports count settling across nodes (peers.go).
-	shared, reports prometheus.Counter
+	// shared, reports and fenced count settling across nodes (peers.go,
+	// fence.go).
+	shared, reports, fenced prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -83,6 +84,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reports: f.NewCounter(prometheus.CounterOpts{
 			Name: "chatd_push_settle_reports_total",
 			Help: "Shared messages this node reported settled to the node that committed them (settling across nodes).",
+		}),
+		fenced: f.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_push_peers_fenced_total",
+			Help: "Consumers of other nodes this node deleted while its relay led, the presence heartbeat of each having lapsed, so the nodes settle without it (settling across nodes).",
 		}),
 	}
 	return m

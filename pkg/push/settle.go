@@ -73,6 +73,9 @@ type settling struct {
 	kick chan struct{}
 	// leading is whether this node's relay leads, with Config.Peers.
 	leading bool
+	// seenAlive are the peers whose heartbeat was live at a listing that
+	// found their consumer, in every listing since (fence.go).
+	seenAlive map[string]bool
 }
 
 // localEntry is one message the fast path handled.
@@ -102,7 +105,8 @@ type localEntry struct {
 }
 
 func newSettling(on bool) settling {
-	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1)}
+	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1),
+		seenAlive: make(map[string]bool)}
 }
 
 // handled records what the fast path did with message id: handed to
@@ -264,6 +268,9 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 			r.sampled.Warn("list the stream's consumers; keeping new messages in the stream meanwhile", "err", err)
 		}
 		return str
+	}
+	if r.cfg.Peers {
+		peers = r.fenceDead(ctx, str, peers)
 	}
 	notAlone := len(others) > 0
 	r.mu.Lock()

@@ -1,0 +1,86 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A node that dies without stopping in order (a kill, a crash, its machine
+// lost) leaves its consumer on the stream, and the leading node waits for
+// its reports in vain: every message goes to the stream until JetStream
+// removes the consumer after Config.InactiveThreshold. The leading node
+// fences such a node once the cluster's presence takes it for dead (its
+// heartbeat, seen live while its consumer was listed, lapsed in a current
+// view): it deletes the node's consumer, and the next listings no longer
+// name it as a peer.
+//
+// That is safe whatever the node's state. Dead, it has no sessions. Alive
+// but unable to write its heartbeat for the presence TTL, it cannot reach
+// JetStream either: it closes its sessions after Config.Unreachable, and
+// when it is back its check finds the consumer gone, withdraws every
+// session and makes a new one, as after an operator's delete. Its clients
+// reconnect and read from history what they missed. A node that never beat
+// (the presence of another layout) is never fenced, nor is one whose
+// consumer left a listing (it stopped in order, or was fenced) until it is
+// seen alive again.
+
+// fenceDead deletes the consumers of the peers fenced now, and returns
+// peers without them. It changes nothing while the presence view is not
+// current.
+func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []string) []string {
+	if r.cfg.PeerAlive == nil {
+		return peers
+	}
+	listed := make(map[string]bool, len(peers))
+	var dead []string
+	for _, p := range peers {
+		alive, current := r.cfg.PeerAlive(p)
+		if !current {
+			return peers
+		}
+		listed[p] = alive
+	}
+	r.mu.Lock()
+	for p := range r.settle.seenAlive {
+		if _, ok := listed[p]; !ok {
+			delete(r.settle.seenAlive, p) // its consumer left: seen anew when back
+		}
+	}
+	for p, alive := range listed {
+		switch {
+		case alive:
+			r.settle.seenAlive[p] = true
+		case r.settle.seenAlive[p]:
+			dead = append(dead, p)
+		}
+	}
+	r.mu.Unlock()
+	if len(dead) == 0 {
+		return peers
+	}
+	live := make([]string, 0, len(peers))
+	for _, p := range peers {
+		if !slices.Contains(dead, p) || !r.fence(ctx, str, p) {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// fence deletes p's consumer and reports whether it is gone.
+func (r *Registry) fence(ctx context.Context, str jetstream.Stream, p string) bool {
+	if err := str.DeleteConsumer(ctx, ConsumerName(p)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		r.sampled.Warn("delete the consumer of a node the cluster takes for dead; its reports are still awaited", "node", p, "err", err)
+		return false
+	}
+	r.mu.Lock()
+	delete(r.settle.seenAlive, p)
+	r.mu.Unlock()
+	r.metrics.fenced.Inc()
+	r.log.Warn("node's presence heartbeat lapsed: deleted its consumer, so the other nodes settle without its reports; if it is alive it withdraws its sessions and makes a new one",
+		"node", p, "consumer", ConsumerName(p))
+	return true
+}

@@ -1,0 +1,88 @@
+package push_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
+)
+
+// Settling across nodes, the leading node fences a peer the cluster's
+// presence takes for dead: one whose heartbeat was live at a listing that
+// found its consumer, and then lapsed in a current view. It deletes the
+// consumer and settles without the peer's reports. A peer never seen alive
+// (a presence of another layout), or one whose heartbeat looks lapsed in a
+// view that is not current (a stalled watch), keeps its consumer, and the
+// messages wait for its reports.
+func TestDeadPeerFenced(t *testing.T) {
+	e := mustEnv(t)
+	var mu sync.Mutex
+	bAlive, current := false, true
+	set := func(alive, cur bool) {
+		mu.Lock()
+		bAlive, current = alive, cur
+		mu.Unlock()
+	}
+	peers := func(c *push.Config) {
+		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
+		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
+		c.PeerAlive = func(node string) (bool, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return node == "b" && bAlive, current
+		}
+	}
+	a := mustRegistry(t, e, "a", peers)
+	a.Lead(true)
+	cfg := push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName}
+	peers(&cfg)
+	b, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRegistry(t, e, b, "b")() // stopped at once, its consumer left behind: a killed node
+	ctx := context.Background()
+	bListed := func() bool {
+		_, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("b"))
+		return err == nil
+	}
+
+	m := e.newMsg("alice")
+	a.FastPath(&m, []string{"alice", "carol"}) // nobody connected: settled on a at once
+	for range 2 { // a second listing: b, not alive, is still not fenced
+		if settled(t, a, m.ID) || !bListed() {
+			t.Fatalf("b never seen alive: m settled or b's consumer deleted (listed %v)", bListed())
+		}
+	}
+	set(true, true)
+	if settled(t, a, m.ID) {
+		t.Fatal("m settled while b, alive, has not reported it")
+	}
+	set(false, false)
+	if settled(t, a, m.ID) || !bListed() {
+		t.Fatalf("b's heartbeat lapsed in a view that is not current: m settled or b's consumer deleted (listed %v)", bListed())
+	}
+	set(false, true)
+	if !settled(t, a, m.ID) {
+		t.Fatal("m not settled after b, seen alive, was taken for dead")
+	}
+	if bListed() {
+		t.Fatal("b's consumer still on the stream after b was taken for dead")
+	}
+
+	// b back under its id: its consumer is made before its heartbeat is
+	// live, and a fenced node is seen anew, so it is not fenced again.
+	b2, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRegistry(t, e, b2, "b")
+	m2 := e.newMsg("alice")
+	a.FastPath(&m2, []string{"alice", "carol"})
+	if settled(t, a, m2.ID) || !bListed() {
+		t.Fatalf("b back, its heartbeat not yet live: m2 settled or b's consumer deleted again (listed %v)", bListed())
+	}
+}
