@@ -18,11 +18,11 @@ import (
 // name it as a peer.
 //
 // That is safe whatever the node's state. Dead, it has no sessions. Alive
-// but unable to write its heartbeat for the presence TTL, it cannot reach
-// JetStream either: it closes its sessions after Config.Unreachable, and
-// when it is back its check finds the consumer gone, withdraws every
-// session and makes a new one, as after an operator's delete. Its clients
-// reconnect and read from history what they missed. A node that never beat
+// but unable to write its heartbeat for the presence TTL, its next check
+// that JetStream answers finds the consumer gone: it withdraws every
+// session and makes a new one, as after an operator's delete (and one that
+// JetStream does not answer closes its sessions after Config.Unreachable).
+// Its clients reconnect and read from history what they missed meanwhile. A node that never beat
 // (the presence of another layout) is never fenced, nor is one whose
 // consumer left a listing (it stopped in order, or was fenced) until it is
 // seen alive again.
