@@ -52,7 +52,7 @@ func TestDeadPeerFenced(t *testing.T) {
 
 	m := e.newMsg("alice")
 	a.FastPath(&m, []string{"alice", "carol"}) // nobody connected: settled on a at once
-	for range 2 { // a second listing: b, not alive, is still not fenced
+	for range 2 {                              // a second listing: b, not alive, is still not fenced
 		if settled(t, a, m.ID) || !bListed() {
 			t.Fatalf("b never seen alive: m settled or b's consumer deleted (listed %v)", bListed())
 		}
