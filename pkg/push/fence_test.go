@@ -52,7 +52,8 @@ func TestDeadPeerFenced(t *testing.T) {
 
 	m := e.newMsg("alice")
 	a.FastPath(&m, []string{"alice", "carol"}) // nobody connected: settled on a at once
-	for range 2 {                              // a second listing: b, not alive, is still not fenced
+	// Two listings: b, not seen alive, is fenced by neither.
+	for range 2 {
 		if settled(t, a, m.ID) || !bListed() {
 			t.Fatalf("b never seen alive: m settled or b's consumer deleted (listed %v)", bListed())
 		}
