@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chatd/chatd/pkg/codec"
@@ -42,9 +43,15 @@ func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.
 	if err != nil {
 		return hw, fmt.Errorf("high water: consumer: %w", err)
 	}
-	defer deleteOrdered(s, c)
+	// Each fetch makes a new server consumer and deletes the one before in
+	// the background: every one is deleted here, so none outlives the read.
+	var made []string
+	defer func() { deleteOrdered(s, made) }()
 	for {
 		batch, err := c.FetchNoWait(256)
+		if info := c.CachedInfo(); info != nil && !slices.Contains(made, info.Name) {
+			made = append(made, info.Name)
+		}
 		if err != nil {
 			return hw, fmt.Errorf("high water: fetch: %w", err)
 		}
@@ -80,14 +87,12 @@ func HighWater(ctx context.Context, js jetstream.JetStream, name string) (store.
 // nothing reads it.
 const orderedIdle = 5 * time.Second
 
-// deleteOrdered deletes the server's consumer behind c, if it made one.
+// deleteOrdered deletes the server consumers HighWater's ordered consumer made.
 // It has a context of its own: HighWater's may have ended.
-func deleteOrdered(s jetstream.Stream, c jetstream.Consumer) {
-	info := c.CachedInfo()
-	if info == nil {
-		return
-	}
+func deleteOrdered(s jetstream.Stream, names []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.DeleteConsumer(ctx, info.Name) // orderedIdle removes it otherwise
+	for _, name := range names {
+		_ = s.DeleteConsumer(ctx, name) // gone already, or orderedIdle removes it
+	}
 }

@@ -60,3 +60,44 @@ func TestHighWaterReadsTheStream(t *testing.T) {
 		t.Errorf("consumers left on the stream after the read: %v, want none", left)
 	}
 }
+
+// A stream longer than one fetch: every fetch of the ordered consumer makes
+// a server consumer and deletes the one before in the background, and none
+// of them is left once HighWater returns.
+func TestHighWaterLeavesNoConsumerAfterSeveralFetches(t *testing.T) {
+	js := testnats.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := stream.Ensure(ctx, js, stream.Config{})
+	if err != nil {
+		t.Fatalf("ensure: %v", err)
+	}
+	const n = 1000
+	for i := range n {
+		b, err := json.Marshal(chatd.Envelope{OutboxID: int64(i + 1), Message: chatd.Message{ID: "m", Chat: "a", Seq: int64(i + 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishAsync(stream.SubjectPrefix+"a", b); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("publishes not acked")
+	}
+	for round := range 3 {
+		hw, err := stream.HighWater(ctx, js, stream.DefaultName)
+		if err != nil || hw.Seqs["a"] != n {
+			t.Fatalf("round %d: got %+v, %v; want a:%d", round, hw, err, n)
+		}
+		var left []string
+		for name := range s.ConsumerNames(ctx).Name() {
+			left = append(left, name)
+		}
+		if len(left) != 0 {
+			t.Fatalf("round %d: consumers left on the stream after a read of %d messages: %v, want none", round, n, left)
+		}
+	}
+}
