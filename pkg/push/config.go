@@ -12,6 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// DefaultFenceAfter is Config.FenceAfter's default: on top of the presence
+// TTL, so a node is fenced about 20 s after it died.
+const DefaultFenceAfter = 10 * time.Second
+
 // DefaultUnreachable is Config.Unreachable's default: long enough to ride
 // out a NATS reconnect, short enough that clients move to a healthy node
 // before they notice the silence.
@@ -93,9 +97,11 @@ type Config struct {
 	// PeerAlive, with Peers, says whether another node's presence heartbeat
 	// is live, and whether that view is current (signal.Presence.NodeAlive).
 	// A peer seen alive in the leading node's listings whose heartbeat then
-	// lapses is fenced (fence.go). Nil: none is; a dead node's consumer
-	// holds the settling until JetStream removes it (InactiveThreshold).
-	PeerAlive func(node string) (alive, current bool)
+	// stays lapsed for FenceAfter is fenced (fence.go). Nil: none is; a dead
+	// node's consumer holds the settling until JetStream removes it
+	// (InactiveThreshold). Zero FenceAfter means DefaultFenceAfter.
+	PeerAlive  func(node string) (alive, current bool)
+	FenceAfter time.Duration
 	// ReportGather, with Peers, is how long the node gathers its reports
 	// and skipped ids before it sends them. Zero means DefaultReportGather;
 	// ReportGatherFor fits it to a relay's settle wait.
@@ -173,6 +179,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.FastMemory <= 0 {
 		c.FastMemory = 2 * time.Minute
+	}
+	if c.FenceAfter <= 0 {
+		c.FenceAfter = DefaultFenceAfter
 	}
 	if c.ReportGather <= 0 {
 		c.ReportGather = DefaultReportGather

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -12,10 +13,12 @@ import (
 // lost) leaves its consumer on the stream, and the leading node waits for
 // its reports in vain: every message goes to the stream until JetStream
 // removes the consumer after Config.InactiveThreshold. The leading node
-// fences such a node once the cluster's presence takes it for dead (its
-// heartbeat, seen live while its consumer was listed, lapsed in a current
-// view): it deletes the node's consumer, and the next listings no longer
-// name it as a peer.
+// fences such a node once the cluster's presence has taken it for dead for
+// Config.FenceAfter (its heartbeat, seen live while its consumer was
+// listed, lapsed in a current view, and stayed so): it deletes the node's
+// consumer, and the next listings no longer name it as a peer. The wait
+// spares a live node whose heartbeat is late now and then (a refresh set
+// near the TTL on one node, a slow bucket).
 //
 // That is safe whatever the node's state. Dead, it has no sessions. Alive
 // but unable to write its heartbeat for the presence TTL, its next check
@@ -43,17 +46,22 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 		}
 		listed[p] = alive
 	}
+	now := r.cfg.Now()
 	r.mu.Lock()
-	for p := range r.settle.seenAlive {
+	for p := range r.settle.seen {
 		if _, ok := listed[p]; !ok {
-			delete(r.settle.seenAlive, p) // its consumer left: seen anew when back
+			delete(r.settle.seen, p) // its consumer left: seen anew when back
 		}
 	}
 	for p, alive := range listed {
+		lapsed, seen := r.settle.seen[p]
 		switch {
 		case alive:
-			r.settle.seenAlive[p] = true
-		case r.settle.seenAlive[p]:
+			r.settle.seen[p] = time.Time{}
+		case !seen:
+		case lapsed.IsZero():
+			r.settle.seen[p] = now
+		case now.Sub(lapsed) >= r.cfg.FenceAfter:
 			dead = append(dead, p)
 		}
 	}
@@ -77,7 +85,7 @@ func (r *Registry) fence(ctx context.Context, str jetstream.Stream, p string) bo
 		return false
 	}
 	r.mu.Lock()
-	delete(r.settle.seenAlive, p)
+	delete(r.settle.seen, p)
 	r.mu.Unlock()
 	r.metrics.fenced.Inc()
 	r.log.Warn("node's presence heartbeat lapsed: deleted its consumer, so the other nodes settle without its reports; if it is alive it withdraws its sessions and makes a new one",

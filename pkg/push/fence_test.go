@@ -12,13 +12,15 @@ import (
 
 // Settling across nodes, the leading node fences a peer the cluster's
 // presence takes for dead: one whose heartbeat was live at a listing that
-// found its consumer, and then lapsed in a current view. It deletes the
-// consumer and settles without the peer's reports. A peer never seen alive
+// found its consumer, and then stayed lapsed in a current view for
+// FenceAfter. It deletes the consumer and settles without the peer's
+// reports. A peer never seen alive
 // (a presence of another layout), or one whose heartbeat looks lapsed in a
 // view that is not current (a stalled watch), keeps its consumer, and the
 // messages wait for its reports.
 func TestDeadPeerFenced(t *testing.T) {
 	e := mustEnv(t)
+	const fenceAfter = 2 * time.Second
 	var mu sync.Mutex
 	bAlive, current := false, true
 	set := func(alive, cur bool) {
@@ -29,6 +31,7 @@ func TestDeadPeerFenced(t *testing.T) {
 	peers := func(c *push.Config) {
 		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
 		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
+		c.FenceAfter = fenceAfter
 		c.PeerAlive = func(node string) (bool, bool) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -67,8 +70,23 @@ func TestDeadPeerFenced(t *testing.T) {
 		t.Fatalf("b's heartbeat lapsed in a view that is not current: m settled or b's consumer deleted (listed %v)", bListed())
 	}
 	set(false, true)
+	if settled(t, a, m.ID) || !bListed() {
+		t.Fatalf("b's heartbeat just found lapsed: m settled or b's consumer deleted before FenceAfter (listed %v)", bListed())
+	}
+	// A heartbeat late now and then (a node refreshing near the TTL) is
+	// live again before FenceAfter: the wait starts over.
+	time.Sleep(fenceAfter * 6 / 10)
+	set(true, true)
+	settled(t, a, m.ID)
+	set(false, true)
+	settled(t, a, m.ID)
+	time.Sleep(fenceAfter * 6 / 10)
+	if settled(t, a, m.ID) || !bListed() {
+		t.Fatalf("b lapsed twice, each time for less than FenceAfter: m settled or b's consumer deleted (listed %v)", bListed())
+	}
+	time.Sleep(fenceAfter / 2)
 	if !settled(t, a, m.ID) {
-		t.Fatal("m not settled after b, seen alive, was taken for dead")
+		t.Fatal("m not settled after b, seen alive, was taken for dead for FenceAfter")
 	}
 	if bListed() {
 		t.Fatal("b's consumer still on the stream after b was taken for dead")

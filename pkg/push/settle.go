@@ -73,9 +73,10 @@ type settling struct {
 	kick chan struct{}
 	// leading is whether this node's relay leads, with Config.Peers.
 	leading bool
-	// seenAlive are the peers whose heartbeat was live at a listing that
-	// found their consumer, in every listing since (fence.go).
-	seenAlive map[string]bool
+	// seen are the peers whose heartbeat was live at a listing that found
+	// their consumer, in every listing since (fence.go): the zero time
+	// while it is live, else when it was first found lapsed.
+	seen map[string]time.Time
 }
 
 // localEntry is one message the fast path handled.
@@ -106,7 +107,7 @@ type localEntry struct {
 
 func newSettling(on bool) settling {
 	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1),
-		seenAlive: make(map[string]bool)}
+		seen: make(map[string]time.Time)}
 }
 
 // handled records what the fast path did with message id: handed to
