@@ -179,3 +179,23 @@ func TestSkippedQueueBounded(t *testing.T) {
 		t.Fatalf("%d skipped ids queued after %d relay rounds of %d with no reporter, want some and at most %d", n, 2*maxSkippedQueued/len(round), len(round), maxSkippedQueued)
 	}
 }
+
+// A node whose relay stops leading forgets what its listings saw of the
+// peers' heartbeats: leading again, it times a peer's lapse anew, so a
+// lapse it saw before is not taken for one that lasted since.
+func TestLeadLostForgetsPeersSeen(t *testing.T) {
+	r, err := New(Config{NodeID: "a", Settle: true, Peers: true, Conn: &nats.Conn{}, FastSubject: "s", SettledPrefix: "d.", SkippedSubject: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Lead(true)
+	r.mu.Lock()
+	r.settle.seen["b"] = time.Now().Add(-time.Hour)
+	r.mu.Unlock()
+	r.Lead(false)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.settle.seen) != 0 {
+		t.Fatalf("peers seen after the lead was lost: %v, want none", r.settle.seen)
+	}
+}

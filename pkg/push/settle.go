@@ -175,8 +175,11 @@ func (st *settling) listed(began time.Time, notAlone bool, peers []string) (chan
 
 // unproven returns to the state before any listing answered: nothing
 // reads settled until the next one (a node whose relay stopped leading).
+// What its listings saw of the peers' heartbeats goes too: a peer's lapse
+// is timed only over listings in a row.
 func (st *settling) unproven() {
 	st.aloneAt, st.notAlone, st.peers = time.Time{}, false, nil
+	clear(st.seen)
 }
 
 // forget drops the account of messages whose rows left the outbox (see
