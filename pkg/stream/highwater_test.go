@@ -16,13 +16,7 @@ import (
 // the envelopes the stream holds, whatever their order, and nothing of
 // what was purged.
 func TestHighWaterReadsTheStream(t *testing.T) {
-	js := testnats.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := stream.Ensure(ctx, js, stream.Config{})
-	if err != nil {
-		t.Fatalf("ensure: %v", err)
-	}
+	js, s, ctx := highWaterStream(t)
 	if hw, err := stream.HighWater(ctx, js, stream.DefaultName); err != nil || len(hw.Seqs) != 0 || hw.OutboxID != 0 {
 		t.Fatalf("empty stream: got %+v, %v; want nothing", hw, err)
 	}
@@ -52,11 +46,7 @@ func TestHighWaterReadsTheStream(t *testing.T) {
 	}
 	// Its consumer is gone: while one exists, a settling node takes it for
 	// a reader of the stream and publishes every message.
-	var left []string
-	for name := range s.ConsumerNames(ctx).Name() {
-		left = append(left, name)
-	}
-	if len(left) != 0 {
+	if left := consumers(ctx, s); len(left) != 0 {
 		t.Errorf("consumers left on the stream after the read: %v, want none", left)
 	}
 }
@@ -65,13 +55,7 @@ func TestHighWaterReadsTheStream(t *testing.T) {
 // a server consumer and deletes the one before in the background, and none
 // of them is left once HighWater returns.
 func TestHighWaterLeavesNoConsumerAfterSeveralFetches(t *testing.T) {
-	js := testnats.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := stream.Ensure(ctx, js, stream.Config{})
-	if err != nil {
-		t.Fatalf("ensure: %v", err)
-	}
+	js, s, ctx := highWaterStream(t)
 	const n = 1000
 	for i := range n {
 		b, err := json.Marshal(chatd.Envelope{OutboxID: int64(i + 1), Message: chatd.Message{ID: "m", Chat: "a", Seq: int64(i + 1)}})
@@ -92,12 +76,31 @@ func TestHighWaterLeavesNoConsumerAfterSeveralFetches(t *testing.T) {
 		if err != nil || hw.Seqs["a"] != n {
 			t.Fatalf("round %d: got %+v, %v; want a:%d", round, hw, err, n)
 		}
-		var left []string
-		for name := range s.ConsumerNames(ctx).Name() {
-			left = append(left, name)
-		}
-		if len(left) != 0 {
+		if left := consumers(ctx, s); len(left) != 0 {
 			t.Fatalf("round %d: consumers left on the stream after a read of %d messages: %v, want none", round, n, left)
 		}
 	}
+}
+
+// highWaterStream is a fresh JetStream with the delivery stream, and a
+// context that ends with the test.
+func highWaterStream(t *testing.T) (jetstream.JetStream, jetstream.Stream, context.Context) {
+	t.Helper()
+	js := testnats.JetStream(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	s, err := stream.Ensure(ctx, js, stream.Config{})
+	if err != nil {
+		t.Fatalf("ensure: %v", err)
+	}
+	return js, s, ctx
+}
+
+// consumers names the stream's consumers.
+func consumers(ctx context.Context, s jetstream.Stream) []string {
+	var names []string
+	for name := range s.ConsumerNames(ctx).Name() {
+		names = append(names, name)
+	}
+	return names
 }
