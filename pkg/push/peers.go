@@ -44,8 +44,9 @@ const maxSkippedQueued = 1 << 16
 // ReportGatherFor is Config.ReportGather for a relay's settle wait: long
 // enough that a node sends a report every few tens of milliseconds rather
 // than one per acked message (each NATS message costs both nodes far more
-// than an id in it), short enough that a report reaches the committing node well
-// within the wait, or the message would be published for want of it.
+// than an id in it), short enough that a report reaches the committing
+// node well within the wait, or the message would be published for want
+// of it.
 func ReportGatherFor(settleWait time.Duration) time.Duration {
 	return min(max(settleWait/10, time.Millisecond), DefaultReportGather)
 }
@@ -207,14 +208,21 @@ func (r *Registry) lists() bool {
 // onSkipped takes another node's announcement of the messages it kept out
 // of the stream.
 func (r *Registry) onSkipped(msg *nats.Msg) {
-	origin := msg.Header.Get(nodeHeader)
-	if origin == "" || origin == r.cfg.NodeID {
-		return
+	if origin, ids, ok := r.fromPeer(msg); ok {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.settle.skippedBy(origin, ids)
 	}
-	ids := strings.Split(string(msg.Data), "\n")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.settle.skippedBy(origin, ids)
+}
+
+// fromPeer reads a report or an announcement publishIDs sent: the node it
+// came from and its ids. Not ok for one without a node, or from this one.
+func (r *Registry) fromPeer(msg *nats.Msg) (node string, ids []string, ok bool) {
+	node = msg.Header.Get(nodeHeader)
+	if node == "" || node == r.cfg.NodeID {
+		return "", nil, false
+	}
+	return node, strings.Split(string(msg.Data), "\n"), true
 }
 
 // onShared runs the fast path for messages another node shared.
@@ -243,14 +251,11 @@ func (r *Registry) onShared(msg *nats.Msg) {
 
 // onReport takes a report sent to this node.
 func (r *Registry) onReport(msg *nats.Msg) {
-	peer := msg.Header.Get(nodeHeader)
-	if peer == "" {
-		return
+	if peer, ids, ok := r.fromPeer(msg); ok {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.settle.reported(peer, ids)
 	}
-	ids := strings.Split(string(msg.Data), "\n")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.settle.reported(peer, ids)
 }
 
 // runPeers takes the other nodes' shares and reports, and sends this
