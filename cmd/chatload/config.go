@@ -22,11 +22,22 @@ const (
 	scenarioMixed  = "mixed"
 )
 
+// Orders of the pairs scenario's sends.
+const (
+	pairsSpread   = "spread"
+	pairsCrossing = "crossing"
+)
+
 // Config is one load run. Zero values take the defaults documented on each
 // field (set by registerFlags for the command, by setDefaults for tests).
 type Config struct {
 	// Scenario is pairs, groups, mixed or idle. Zero: pairs.
 	Scenario string
+	// PairsOrder is the order of the pairs scenario's sends in each round
+	// over the clients: spread (every pair's first member, then every
+	// second member, so partners send half a round apart) or crossing
+	// (the two members of a pair back to back). Zero: spread.
+	PairsOrder string
 	// Clients is the number of client connections (each its own user with
 	// device "load"). Zero: 100; in groups and mixed, zero means
 	// Groups·Members (each client in one group); fewer clients than that
@@ -174,6 +185,13 @@ func (c *Config) setDefaults() error {
 	default:
 		return fmt.Errorf("unknown scenario %q (want pairs, groups, mixed or idle)", c.Scenario)
 	}
+	switch c.PairsOrder {
+	case "":
+		c.PairsOrder = pairsSpread
+	case pairsSpread, pairsCrossing:
+	default:
+		return fmt.Errorf("unknown --pairs-order %q (want spread or crossing)", c.PairsOrder)
+	}
 	if c.Mix == "" {
 		c.Mix = defaultMix
 	}
@@ -281,6 +299,7 @@ func setZero(p *int, def int) {
 // environment (CHATD_JWT_SECRET) so they stay out of shell history.
 func registerFlags(fs *flag.FlagSet, c *Config) *bool {
 	fs.StringVar(&c.Scenario, "scenario", scenarioPairs, "pairs | groups | mixed | idle")
+	fs.StringVar(&c.PairsOrder, "pairs-order", pairsSpread, "pairs: spread (partners send half a round apart) | crossing (partners send back to back, so one node answers a send and delivers the partner's in one write)")
 	fs.IntVar(&c.Clients, "clients", 0, "client connections (default 100; groups, mixed: groups×members)")
 	fs.IntVar(&c.Groups, "groups", 0, "groups (groups scenario: default 10; mixed: 100)")
 	fs.IntVar(&c.Members, "members", 0, "members per group (groups scenario: default 10; mixed: 6)")

@@ -245,7 +245,7 @@ func buildReport(cfg *Config, t *target, p *plan, rec *recorder, fl *fleet, mon 
 	r := &Report{
 		Scenario: cfg.Scenario, Target: strings.Join(t.urls, ","), Embedded: t.embedded,
 		Settings: map[string]any{
-			"clients": cfg.Clients, "groups": cfg.Groups, "members": cfg.Members, "rate": cfg.Rate,
+			"clients": cfg.Clients, "pairs_order": cfg.PairsOrder, "groups": cfg.Groups, "members": cfg.Members, "rate": cfg.Rate,
 			"duration": cfg.Duration.String(), "warmup": cfg.Warmup.String(),
 			"stall_pct": cfg.StallPct, "stall_for": cfg.StallFor.String(), "drop_pct": cfg.DropPct, "drop_every": cfg.DropEvery.String(),
 			"body_bytes": cfg.BodyBytes, "lease": cfg.Lease.String(), "max_attempts": cfg.MaxAttempts,

@@ -119,7 +119,11 @@ func (r *Report) writeText(w io.Writer) {
 	}
 	p("== chatload %s: %s ==", r.Scenario, verdict)
 	p("target            %s (embedded=%v)", r.Target, r.Embedded)
-	p("clients           %d in %d chats (stalling %d, dropping %d)", r.Clients, r.Chats, r.StallingClients, r.DroppingClients)
+	order := ""
+	if r.Scenario == scenarioPairs {
+		order = fmt.Sprintf(", sends %v", r.Settings["pairs_order"])
+	}
+	p("clients           %d in %d chats%s (stalling %d, dropping %d)", r.Clients, r.Chats, order, r.StallingClients, r.DroppingClients)
 	if r.Bad != nil {
 		p("                  good clients only, here and below; the %d bad ones are reported at the end", r.Bad.PoisonClients+r.Bad.FloodClients)
 	}

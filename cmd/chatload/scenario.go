@@ -14,6 +14,7 @@ import (
 // before the load and read-only during it.
 type plan struct {
 	scenario    string
+	spread      bool      // pairs: partners send half a round apart (Config.PairsOrder)
 	users       []string  // client i's user id
 	chats       []chatRef // chat index → id and members
 	chatIdx     map[string]int32
@@ -28,7 +29,7 @@ type chatRef struct {
 // newPlan lays out the scenario for cfg; users are prefixed with the run id
 // so repeated runs against one server never share a chat or a history.
 func newPlan(cfg *Config, runID string) *plan {
-	p := &plan{scenario: cfg.Scenario, chatIdx: make(map[string]int32)}
+	p := &plan{scenario: cfg.Scenario, spread: cfg.PairsOrder != pairsCrossing, chatIdx: make(map[string]int32)}
 	n := cfg.goodClients()
 	p.users = make([]string, n)
 	for i := range p.users {
@@ -64,8 +65,9 @@ func (p *plan) addChat(members []int) {
 }
 
 // pick names the sender and chat of the i-th message. Pairs rotate over
-// every client (each writes to its partner); groups rotate over the groups
-// and, within each, over its members, so senders are spread evenly.
+// every client (each writes to its partner) in the order of
+// Config.PairsOrder; groups rotate over the groups and, within each, over
+// its members, so senders are spread evenly.
 func (p *plan) pick(i int64) (sender int, chat int32) {
 	switch p.scenario {
 	case scenarioGroups, scenarioMixed:
@@ -73,8 +75,19 @@ func (p *plan) pick(i int64) (sender int, chat int32) {
 		members := p.chats[g].members
 		return members[(i/int64(len(p.chats)))%int64(len(members))], int32(g)
 	default:
-		s := int(i % int64(len(p.users)))
-		return s, p.clientChats[s][0]
+		n := int64(len(p.users)) // even: the pairs' members
+		s := i % n
+		if p.spread && n%2 == 0 {
+			// The first members of every pair, then the second members:
+			// a pair's sends come half a round apart, as turns of a
+			// conversation do, never in the same commit.
+			if half := n / 2; s < half {
+				s *= 2
+			} else {
+				s = 2*(s-half) + 1
+			}
+		}
+		return int(s), p.clientChats[s][0]
 	}
 }
 
