@@ -80,7 +80,7 @@ func (p *plan) pick(i int64) (sender int, chat int32) {
 		if p.spread && n%2 == 0 {
 			// The first members of every pair, then the second members:
 			// a pair's sends come half a round apart, as turns of a
-			// conversation do, never in the same commit.
+			// conversation do, rather than back to back.
 			if half := n / 2; s < half {
 				s *= 2
 			} else {
