@@ -113,6 +113,19 @@ func (q *outQueue) release() (start bool) {
 	return false
 }
 
+// finish gives the writer role up, unless frames are queued or the queue is
+// closed: then it reports false and the caller keeps the role for a writer
+// goroutine. Only the role's holder calls it.
+func (q *outQueue) finish() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) > 0 || q.closed {
+		return false
+	}
+	q.busy = false
+	return true
+}
+
 // next is the writer's loop step: it returns the queued frames (reusing
 // spare) with more true; with nothing queued it releases the role and
 // returns more false, unless the queue is closed (then the writer keeps the

@@ -75,7 +75,7 @@ func (s *session) setControlHandlers() {
 	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
 	s.conn.SetPingHandler(func(data string) error {
 		s.extendReadDeadline()
-		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.WriteTimeout))
+		err := s.writeControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.WriteTimeout))
 		var ne net.Error
 		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
 			return nil

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chatd/chatd"
@@ -59,15 +60,16 @@ type outFrame struct {
 }
 
 // session is one WebSocket connection; it implements push.Conn. Its handler
-// goroutine reads; a writer goroutine, started on demand and gone when the
-// queue is empty, owns every data write (at most one writer runs, see
-// outQueue, so frames keep their order); everyone else hands frames to the
-// bounded out queue without blocking. Pings go out from a timer through the
-// library's WriteControl, whose single socket write never interleaves with
-// the writer's (see ws_write.go).
+// goroutine reads; everyone else hands frames to the bounded out queue
+// without blocking. Whoever queues a frame when no writer runs becomes the
+// writer (at most one runs, see outQueue, so frames keep their order): it
+// writes what the socket takes at once (ws_write_inline.go), and a writer
+// goroutine, gone when the queue is empty, writes the rest. Pings go out
+// from a timer, between data writes (see ws_write.go).
 type session struct {
 	g    *gateway
 	conn *websocket.Conn
+	raw  syscall.RawConn // conn's socket, for writes that never wait; nil: none
 	id   Identity
 
 	out  *outQueue
@@ -81,10 +83,16 @@ type session struct {
 	code      wire.CloseCode // set once, before stop is closed
 	reason    string         // close frame text
 
-	// closeFrameMu orders the close frame against data writes: no data
-	// frame may follow it on the socket (ws_write.go).
-	closeFrameMu   sync.Mutex
-	closeFrameSent bool // guarded by closeFrameMu
+	// socketMu orders the writes on the socket: a control frame goes out
+	// between data writes, after the rest of a frame begun inline, and no
+	// data frame follows the close frame (ws_write.go).
+	socketMu       sync.Mutex
+	closeFrameSent bool // guarded by socketMu
+	// tail is the buffer of a write the socket took only in part, from
+	// tailFrom on; tailKinds are its frames' kinds, counted once it is out.
+	tail      *[]byte  // guarded by socketMu
+	tailFrom  int      // guarded by socketMu
+	tailKinds []string // guarded by socketMu
 
 	// deadlineMu orders read-deadline changes: once closing, the reader must
 	// not push the deadline back out past the close handshake's.
@@ -104,6 +112,7 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 	s := &session{
 		g:      g,
 		conn:   conn,
+		raw:    rawConnOf(conn.NetConn()),
 		id:     id,
 		out:    newOutQueue(g.cfg.OutboundQueue, g.cfg.answerRoom()),
 		stop:   make(chan struct{}),
@@ -285,31 +294,36 @@ func (s *session) writeHello() error {
 	return s.writeFrames([]outFrame{{data: hello, kind: "hello"}}, deadline(s.g.cfg.WriteTimeout))
 }
 
-// enqueue queues f for the writer, starting one if none runs.
+// enqueue queues f; when no writer runs, the caller becomes it (writeNow).
 func (s *session) enqueue(f outFrame) bool {
 	ok, start := s.out.push(f)
 	if start {
-		s.startWriter()
+		s.writeNow()
 	}
 	return ok
 }
 
-// startWriter runs a writer; the caller holds the writer role for it and
-// outQueue has already counted it.
+// startWriter runs a writer goroutine; the caller holds the writer role for
+// it and outQueue has already counted it.
 func (s *session) startWriter() {
-	go s.writeRun()
+	go s.writeRun(nil)
 }
 
-// writeRun is the only data writer while it runs. It writes the frames
-// queued at each wake in one socket write (writeFrames), returns when the
+// writeRun is the only data writer while it runs. It writes first the rest
+// of what an inline write began (the tail, then pending), then the frames
+// queued at each wake in one socket write (writeFrames); it returns when the
 // queue is empty, and once the session closes writes the close frame and
 // starts the close handshake's deadline.
-func (s *session) writeRun() {
+func (s *session) writeRun(pending []outFrame) {
 	defer s.out.writers.Done()
-	var batch []outFrame
+	batch := pending
 	for {
 		if s.closed() {
-			s.writeClose()
+			s.writeClose(batch)
+			return
+		}
+		if err := s.writeFrames(batch, deadline(s.g.cfg.WriteTimeout)); err != nil {
+			s.writeFailed(err)
 			return
 		}
 		var more bool
@@ -317,13 +331,15 @@ func (s *session) writeRun() {
 		if !more {
 			return
 		}
-		if err := s.writeFrames(batch, deadline(s.g.cfg.WriteTimeout)); err != nil {
-			s.logger().Debug("websocket write failed", "err", err)
-			s.closeWith(closeNone, "")
-			s.abort()
-			return
-		}
 	}
+}
+
+// writeFailed ends the session after a failed write: the peer is gone or
+// stopped reading past the write timeout.
+func (s *session) writeFailed(err error) {
+	s.logger().Debug("websocket write failed", "err", err)
+	s.closeWith(closeNone, "")
+	s.abort()
 }
 
 // encodeMsg encodes a `msg` frame for push.Outgoing.Frame.
@@ -343,7 +359,7 @@ func (s *session) ping() {
 	if s.pingEnded || s.closed() {
 		return
 	}
-	if err := s.conn.WriteControl(websocket.PingMessage, nil, deadline(s.g.cfg.WriteTimeout)); err != nil {
+	if err := s.writeControl(websocket.PingMessage, nil, deadline(s.g.cfg.WriteTimeout)); err != nil {
 		s.closeWith(closeNone, "")
 		s.abort()
 		return
@@ -362,27 +378,22 @@ func (s *session) stopPinger() {
 	}
 }
 
-// writeClose flushes what is already queued (so a client learns why, e.g.
-// the rejections before a 4008, and gets the accepted frames of sends that
-// committed), sends the chosen close frame and gives the peer closeHandshake
-// to answer before the reader's deadline ends the session.
-func (s *session) writeClose() {
+// writeClose flushes pending and what is queued (so a client learns why,
+// e.g. the rejections before a 4008, and gets the accepted frames of sends
+// that committed), sends the chosen close frame and gives the peer
+// closeHandshake to answer before the reader's deadline ends the session.
+func (s *session) writeClose(pending []outFrame) {
 	if s.code == closeNone {
 		s.abort()
 		return
 	}
 	if s.code != wire.CloseOverloaded { // an overloaded client is not reading
-		s.flush(deadline(controlFrameWait))
+		_ = s.writeFrames(append(pending, s.out.drain()...), deadline(controlFrameWait))
 	}
 	_ = s.writeCloseFrame(websocket.FormatCloseMessage(int(s.code), s.reason), deadline(controlFrameWait))
 	s.deadlineMu.Lock()
 	_ = s.conn.SetReadDeadline(deadline(closeHandshake))
 	s.deadlineMu.Unlock()
-}
-
-// flush writes the frames queued right now, all before deadline.
-func (s *session) flush(deadline time.Time) {
-	_ = s.writeFrames(s.out.drain(), deadline)
 }
 
 // abort unblocks the reader at once.

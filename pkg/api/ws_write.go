@@ -15,10 +15,12 @@ import (
 // writer wake, and where PostgreSQL's time goes (2026-12-01/02)"). The
 // library's WriteMessage writes one frame per call and has no way to hold a
 // write back. The library still writes the control frames (ping, pong,
-// close) with one Write each; a net.Conn's Write is atomic towards other
-// Writes on it (the descriptor's write lock is held for the whole of it), so
-// the two never interleave bytes. Close frames are the exception that needs
-// order: they go out through writeCloseFrame, after which no data frame does.
+// close), under the session's socketMu like every data write, so none goes
+// out inside a frame begun inline (ws_write_inline.go). A close frame goes
+// out through writeCloseFrame, after which no data frame does. The one
+// write that bypasses socketMu is the library's own close after a client's
+// framing error (its handleProtocolError); that client's stream is broken
+// already.
 
 // coalesceLimit is where a writer stops adding frames to one write: a burst
 // to a slow reader goes out in pieces of about this size, and no buffer this
@@ -43,12 +45,13 @@ func appendTextFrame(dst, payload []byte) []byte {
 	return append(dst, payload...)
 }
 
-// writeFrames writes frames to the socket, as few writes as coalesceLimit
-// allows, all before deadline. Only the writer role may call it (see
-// outQueue); a frame counts as out once the write carrying it returned.
+// writeFrames writes frames to the socket, after the rest of a frame begun
+// inline, as few writes as coalesceLimit allows, all before deadline. Only
+// the writer role may call it (see outQueue); a frame counts as out once the
+// write carrying it returned.
 func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
 	if len(frames) == 0 {
-		return nil
+		return s.flushTail(deadline)
 	}
 	// On the socket itself: the library's SetWriteDeadline only stores a
 	// deadline for its own writes.
@@ -59,10 +62,7 @@ func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
 	defer func() { s.g.putWriteBuffer(buf) }()
 	pending := 0 // frames in *buf, not yet written
 	for i, f := range frames {
-		data := f.data
-		if f.msg != nil {
-			data = f.msg.Frame(encodeMsg)
-		}
+		data := frameData(f)
 		if len(*buf) > 0 && len(*buf)+len(data) > coalesceLimit {
 			if err := s.writeSocket(*buf, frames[i-pending:i]); err != nil {
 				return err
@@ -75,14 +75,27 @@ func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
 	return s.writeSocket(*buf, frames[len(frames)-pending:])
 }
 
+// frameData is f's payload: a message's frame is encoded once, for all its
+// recipients, by the first writer that needs it.
+func frameData(f outFrame) []byte {
+	if f.msg != nil {
+		return f.msg.Frame(encodeMsg)
+	}
+	return f.data
+}
+
 // writeSocket writes b, the framed frames, in one write and counts them,
-// unless a close frame went out before: RFC 6455 allows no data frame after
-// it. (The library knew that for its own writes; these bypass it.)
+// after the rest of a frame begun inline, unless a close frame went out
+// before: RFC 6455 allows no data frame after it. (The library knew that
+// for its own writes; these bypass it.)
 func (s *session) writeSocket(b []byte, frames []outFrame) error {
-	s.closeFrameMu.Lock()
-	defer s.closeFrameMu.Unlock()
+	s.socketMu.Lock()
+	defer s.socketMu.Unlock()
 	if s.closeFrameSent {
 		return websocket.ErrCloseSent
+	}
+	if err := s.flushTailLocked(); err != nil {
+		return err
 	}
 	if _, err := s.conn.NetConn().Write(b); err != nil {
 		return err
@@ -99,10 +112,31 @@ func (s *session) writeSocket(b []byte, frames []outFrame) error {
 // then on. Every close frame the server sends goes through it: its own
 // choice (writeClose), a refusal, and the reply to a client's close.
 func (s *session) writeCloseFrame(msg []byte, deadline time.Time) error {
-	s.closeFrameMu.Lock()
-	defer s.closeFrameMu.Unlock()
+	s.socketMu.Lock()
+	defer s.socketMu.Unlock()
 	s.closeFrameSent = true
-	return s.conn.WriteControl(websocket.CloseMessage, msg, deadline)
+	return s.writeControlLocked(websocket.CloseMessage, msg, deadline)
+}
+
+// writeControl sends a ping or a pong between data writes.
+func (s *session) writeControl(messageType int, data []byte, deadline time.Time) error {
+	s.socketMu.Lock()
+	defer s.socketMu.Unlock()
+	return s.writeControlLocked(messageType, data, deadline)
+}
+
+// writeControlLocked writes a control frame through the library once the
+// rest of a frame begun inline is out. The caller holds socketMu.
+func (s *session) writeControlLocked(messageType int, data []byte, deadline time.Time) error {
+	if s.tail != nil {
+		if err := s.conn.NetConn().SetWriteDeadline(deadline); err != nil {
+			return err
+		}
+		if err := s.flushTailLocked(); err != nil {
+			return err
+		}
+	}
+	return s.conn.WriteControl(messageType, data, deadline)
 }
 
 // getWriteBuffer lends a buffer for one writeFrames; idle connections hold

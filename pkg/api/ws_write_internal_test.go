@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,14 @@ type writePair struct {
 
 func newWritePair(t testing.TB) *writePair {
 	t.Helper()
+	return newWritePairWith(t, &Config{OutboundQueue: 100, WriteTimeout: 5 * time.Second}, true)
+}
+
+// newWritePairWith is newWritePair with cfg; with counted false the
+// session's socket is the TCP connection itself, so it writes inline
+// (ws_write_inline.go), and writes stays 0.
+func newWritePairWith(t testing.TB, cfg *Config, counted bool) *writePair {
+	t.Helper()
 	writes := new(atomic.Int64)
 	serverConn := make(chan *websocket.Conn, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +73,9 @@ func newWritePair(t testing.TB) *writePair {
 		}
 		serverConn <- c
 	}))
-	srv.Listener = countingListener{srv.Listener, writes}
+	if counted {
+		srv.Listener = countingListener{srv.Listener, writes}
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
@@ -75,7 +86,7 @@ func newWritePair(t testing.TB) *writePair {
 	conn := <-serverConn
 	t.Cleanup(func() { _ = conn.Close() })
 	writes.Store(0) // the handshake's response
-	g := &gateway{cfg: &Config{OutboundQueue: 100, WriteTimeout: 5 * time.Second}, metrics: newMetrics(nil)}
+	g := &gateway{cfg: cfg, metrics: newMetrics(nil), srv: &Server{log: slog.New(slog.DiscardHandler)}}
 	return &writePair{s: newSession(g, conn, Identity{User: "u1", Device: "d1"}), client: client, writes: writes}
 }
 
