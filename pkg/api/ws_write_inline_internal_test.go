@@ -55,7 +55,7 @@ func TestEnqueueWritesTheFrameItself(t *testing.T) {
 // goroutine, and when the client reads it gets every frame whole and in
 // order, and the frames are counted out.
 func TestEnqueueNeverWaitsForAClientThatDoesNotRead(t *testing.T) {
-	const n = 200 // 3.2 MiB: far more than the socket buffers hold
+	const n = 200           // 3.2 MiB: far more than the socket buffers hold
 	p := inlinePair(t, 2*n) // room for all, past the part reserved for answers
 	want := make([][]byte, n)
 	for i := range want {
