@@ -11,9 +11,9 @@ import (
 // A frame queued for a connection with no writer running is written by the
 // goroutine that queued it (a commit's worker, the push relay, the session's
 // reader) in one write that never waits: starting and scheduling a writer
-// goroutine for every frame costs one node about 5% of its CPU under pairs
-// load (docs/benchmarks-log.md, "A lead for one node: the frame written by
-// the goroutine that queued it"). Whatever that attempt cannot finish, a
+// goroutine for every frame cost one node 4-7% of its CPU
+// (docs/benchmarks-log.md, "Frames written by the goroutine that queued them
+// (2026-12-06, 00:15–00:56 UTC)"). Whatever that attempt cannot finish, a
 // writer goroutine takes over: a socket buffer that is full, a deadline that
 // passed, a write lock held by a control frame, a burst past coalesceLimit,
 // the close. So a client that stops reading never holds up the goroutine
