@@ -19,8 +19,10 @@ import (
 // out inside a frame begun inline (ws_write_inline.go). A close frame goes
 // out through writeCloseFrame, after which no data frame does. The one
 // write that bypasses socketMu is the library's own close after a client's
-// framing error (its handleProtocolError); that client's stream is broken
-// already.
+// framing error (its handleProtocolError): it may land inside a frame begun
+// inline, on a stream that client broke already, and if that client's socket
+// buffer is full, an inline write attempted meanwhile waits for the
+// descriptor's write lock for at most the library's one-second write wait.
 
 // coalesceLimit is where a writer stops adding frames to one write: a burst
 // to a slow reader goes out in pieces of about this size, and no buffer this

@@ -17,7 +17,8 @@ import (
 // writer goroutine takes over: a socket buffer that is full, a deadline that
 // passed, a write lock held by a control frame, a burst past coalesceLimit,
 // the close. So a client that stops reading never holds up the goroutine
-// that queued its frame.
+// that queued its frame (the one bounded exception is in ws_write.go: the
+// library's own close after a framing error).
 //
 // A write that never waits can end in the middle of a frame. The rest
 // (session.tail) goes out before any other byte on the socket: every write
