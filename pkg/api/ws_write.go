@@ -52,8 +52,10 @@ func appendTextFrame(dst, payload []byte) []byte {
 // the writer role may call it (see outQueue); a frame counts as out once the
 // write carrying it returned.
 func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
-	if len(frames) == 0 {
-		return s.flushTail(deadline)
+	// Only the role's holder begins a frame inline, so no new tail can
+	// appear between this flush and the writes below.
+	if err := s.flushTail(deadline); err != nil || len(frames) == 0 {
+		return err
 	}
 	// On the socket itself: the library's SetWriteDeadline only stores a
 	// deadline for its own writes.
@@ -87,17 +89,13 @@ func frameData(f outFrame) []byte {
 }
 
 // writeSocket writes b, the framed frames, in one write and counts them,
-// after the rest of a frame begun inline, unless a close frame went out
-// before: RFC 6455 allows no data frame after it. (The library knew that
-// for its own writes; these bypass it.)
+// unless a close frame went out before: RFC 6455 allows no data frame after
+// it. (The library knew that for its own writes; these bypass it.)
 func (s *session) writeSocket(b []byte, frames []outFrame) error {
 	s.socketMu.Lock()
 	defer s.socketMu.Unlock()
 	if s.closeFrameSent {
 		return websocket.ErrCloseSent
-	}
-	if err := s.flushTailLocked(); err != nil {
-		return err
 	}
 	if _, err := s.conn.NetConn().Write(b); err != nil {
 		return err
@@ -130,13 +128,8 @@ func (s *session) writeControl(messageType int, data []byte, deadline time.Time)
 // writeControlLocked writes a control frame through the library once the
 // rest of a frame begun inline is out. The caller holds socketMu.
 func (s *session) writeControlLocked(messageType int, data []byte, deadline time.Time) error {
-	if s.tail != nil {
-		if err := s.conn.NetConn().SetWriteDeadline(deadline); err != nil {
-			return err
-		}
-		if err := s.flushTailLocked(); err != nil {
-			return err
-		}
+	if err := s.flushTailLocked(deadline); err != nil {
+		return err
 	}
 	return s.conn.WriteControl(messageType, data, deadline)
 }

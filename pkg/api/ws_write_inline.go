@@ -121,13 +121,7 @@ func (s *session) writeInline(batch []outFrame) (rest []outFrame, whole bool, er
 func (s *session) flushTail(deadline time.Time) error {
 	s.socketMu.Lock()
 	defer s.socketMu.Unlock()
-	if s.tail == nil {
-		return nil
-	}
-	if err := s.conn.NetConn().SetWriteDeadline(deadline); err != nil {
-		return err
-	}
-	return s.flushTailLocked()
+	return s.flushTailLocked(deadline)
 }
 
 // errWriteLater: the socket cannot take bytes now, or its write deadline
@@ -156,12 +150,15 @@ func (s *session) writeOnce(b []byte) (int, error) {
 	return n, nil
 }
 
-// flushTailLocked writes the rest of a frame writeInline began, waiting
-// until the write deadline already set on the socket, so the next bytes
-// start a frame. The caller holds socketMu.
-func (s *session) flushTailLocked() error {
+// flushTailLocked writes the rest of a frame writeInline began, if any,
+// before deadline, so the next bytes on the socket start a frame. The caller
+// holds socketMu.
+func (s *session) flushTailLocked(deadline time.Time) error {
 	if s.tail == nil {
 		return nil
+	}
+	if err := s.conn.NetConn().SetWriteDeadline(deadline); err != nil {
+		return err
 	}
 	buf := s.tail
 	_, err := s.conn.NetConn().Write((*buf)[s.tailFrom:])
