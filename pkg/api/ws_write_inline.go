@@ -54,7 +54,11 @@ func (s *session) writeNow() {
 		go s.writeRun(nil)
 		return
 	}
-	batch, _ := s.out.next(nil)
+	batch, more := s.out.next(nil)
+	if !more { // nothing queued after all: next gave the role up
+		s.out.writers.Done()
+		return
+	}
 	rest, whole, err := s.writeInline(batch)
 	if err != nil {
 		s.writeFailed(err)
