@@ -64,28 +64,40 @@ func (s *session) writeFrames(frames []outFrame, deadline time.Time) error {
 	}
 	buf := s.g.getWriteBuffer()
 	defer func() { s.g.putWriteBuffer(buf) }()
-	pending := 0 // frames in *buf, not yet written
-	for i, f := range frames {
-		data := frameData(f)
-		if len(*buf) > 0 && len(*buf)+len(data) > coalesceLimit {
-			if err := s.writeSocket(*buf, frames[i-pending:i]); err != nil {
-				return err
-			}
-			*buf, pending = (*buf)[:0], 0
+	for len(frames) > 0 {
+		var n int
+		*buf, n = appendFrames((*buf)[:0], frames)
+		if err := s.writeSocket(*buf, frames[:n]); err != nil {
+			return err
 		}
-		*buf = appendTextFrame(*buf, data)
-		pending++
+		frames = frames[n:]
 	}
-	return s.writeSocket(*buf, frames[len(frames)-pending:])
+	return nil
 }
 
-// frameData is f's payload: a message's frame is encoded once, for all its
-// recipients, by the first writer that needs it.
-func frameData(f outFrame) []byte {
-	if f.msg != nil {
-		return f.msg.Frame(encodeMsg)
+// appendFrames frames the leading frames that fit in coalesceLimit (at least
+// one) into dst and says how many it framed. A message's frame is encoded
+// once, for all its recipients, by the first writer that needs it.
+func appendFrames(dst []byte, frames []outFrame) (_ []byte, n int) {
+	for ; n < len(frames); n++ {
+		f := frames[n]
+		data := f.data
+		if f.msg != nil {
+			data = f.msg.Frame(encodeMsg)
+		}
+		if len(dst) > 0 && len(dst)+len(data) > coalesceLimit {
+			break
+		}
+		dst = appendTextFrame(dst, data)
 	}
-	return f.data
+	return dst, n
+}
+
+// countOut counts frames as out: the write carrying them returned.
+func (s *session) countOut(frames []outFrame) {
+	for _, f := range frames {
+		s.g.metrics.framesOut.inc(f.kind)
+	}
 }
 
 // writeSocket writes b, the framed frames, in one write and counts them,
@@ -101,9 +113,7 @@ func (s *session) writeSocket(b []byte, frames []outFrame) error {
 		return err
 	}
 	s.g.metrics.wsWrites.Inc()
-	for _, f := range frames {
-		s.g.metrics.framesOut.inc(f.kind)
-	}
+	s.countOut(frames)
 	return nil
 }
 

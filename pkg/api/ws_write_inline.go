@@ -86,14 +86,8 @@ func (s *session) writeInline(batch []outFrame) (rest []outFrame, whole bool, er
 		return batch, false, nil // the writer goroutine finds out what to do
 	}
 	buf := s.g.getWriteBuffer()
-	framed := 0
-	for ; framed < len(batch); framed++ {
-		data := frameData(batch[framed])
-		if len(*buf) > 0 && len(*buf)+len(data) > coalesceLimit {
-			break
-		}
-		*buf = appendTextFrame(*buf, data)
-	}
+	var framed int
+	*buf, framed = appendFrames(*buf, batch)
 	n, err := s.writeOnce(*buf)
 	if err != nil || n == 0 {
 		s.g.putWriteBuffer(buf)
@@ -113,9 +107,7 @@ func (s *session) writeInline(batch []outFrame) (rest []outFrame, whole bool, er
 		return batch[framed:], false, nil
 	}
 	s.g.putWriteBuffer(buf)
-	for _, f := range batch[:framed] {
-		s.g.metrics.framesOut.inc(f.kind)
-	}
+	s.countOut(batch[:framed])
 	clear(batch[:framed])
 	return batch[framed:], framed == len(batch), nil
 }
