@@ -88,11 +88,18 @@ func (m *seqMarks) snapshot() store.HighWater {
 	return hw
 }
 
-// highWater is the store's HighWater hook: the node's marks and what the
-// delivery stream holds (other nodes' commits this node has not taken from
-// its consumer yet). Without the stream (NATS down too) the marks alone
-// are used rather than refusing sends until NATS is back.
+// highWater is the store's HighWater hook after a PostgreSQL failover: the
+// node's marks and what the delivery stream holds (other nodes' commits
+// this node has not taken from its consumer yet). Without the stream (NATS
+// down too) the marks alone are used rather than refusing sends until NATS
+// is back.
 func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
+	return n.readHighWater(ctx, "after a PostgreSQL failover")
+}
+
+// readHighWater is highWater for the moment named by when, which its
+// warning carries: the same read runs at start (raiseToStream).
+func (n *Node) readHighWater(ctx context.Context, when string) (store.HighWater, error) {
 	hw := n.marks.snapshot()
 	if n.js == nil {
 		return hw, nil
@@ -105,7 +112,7 @@ func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
 	}
 	fromStream, err := stream.HighWater(sctx, n.js, name)
 	if err != nil {
-		n.log.Warn("PostgreSQL failover: cannot read the delivery stream's seqs; using this node's own marks", "err", err)
+		n.log.Warn("cannot read the delivery stream's seqs; chats' next seqs rest on this node's own marks (check that NATS and stream "+name+" answer)", "when", when, "err", err)
 	}
 	for chat, seq := range fromStream.Seqs {
 		hw.Seqs[chat] = max(hw.Seqs[chat], seq)
@@ -122,7 +129,7 @@ func (n *Node) highWater(ctx context.Context) (store.HighWater, error) {
 // nothing was lost this changes nothing: the stream only carries what the
 // database committed.
 func (n *Node) raiseToStream(ctx context.Context) error {
-	hw, err := n.highWater(ctx)
+	hw, err := n.readHighWater(ctx, "at start")
 	if err != nil {
 		return err
 	}
