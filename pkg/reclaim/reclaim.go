@@ -104,7 +104,7 @@ func (r *Reclaimer) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			if _, err := r.Collect(ctx); err != nil && ctx.Err() == nil {
-				r.log.Warn("reclaim", "err", err)
+				r.log.Warn("cannot reclaim the delivery stream's space this pass; it keeps its messages until a pass succeeds (is NATS JetStream up?)", "err", err, "next_pass_in", r.cfg.Interval)
 			}
 		}
 	}

@@ -2,10 +2,13 @@ package reclaim_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/pkg/reclaim"
 	"github.com/chatd/chatd/pkg/stream"
@@ -90,5 +93,34 @@ func TestCollectDetectsStreamReset(t *testing.T) {
 	}
 	if got := resets.Load(); got != 1 {
 		t.Fatalf("resets: got %d, want 1", got)
+	}
+}
+
+// A failed pass is logged as what it is and what it leaves, not as a bare
+// "reclaim".
+func TestRunSaysWhatAFailedPassMeans(t *testing.T) {
+	js, s := mustStream(t)
+	var logs testlog.Buffer
+	r, err := reclaim.New(reclaim.Config{Stream: s, Interval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(context.Background(), s.CachedInfo().Config.Name); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "level=WARN") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := logs.String()
+	if !strings.Contains(got, "keeps its messages until a pass succeeds") || !strings.Contains(got, "next_pass_in=10ms") {
+		t.Errorf("a pass on a deleted stream logged:\n%s\nwant what the failure leaves and when the next pass runs", got)
 	}
 }
