@@ -112,7 +112,7 @@ func (n *Node) readHighWater(ctx context.Context, when string) (store.HighWater,
 	}
 	fromStream, err := stream.HighWater(sctx, n.js, name)
 	if err != nil {
-		n.log.Warn("cannot read the delivery stream's seqs; chats' next seqs rest on this node's own marks (check that NATS and stream "+name+" answer)", "when", when, "err", err)
+		n.log.Warn("cannot read the delivery stream's seqs; chats' next seqs rest on this node's own marks: check that NATS and the stream answer", "stream", name, "when", when, "err", err)
 	}
 	for chat, seq := range fromStream.Seqs {
 		hw.Seqs[chat] = max(hw.Seqs[chat], seq)
