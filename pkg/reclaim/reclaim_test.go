@@ -84,9 +84,10 @@ func TestCollectDetectsStreamReset(t *testing.T) {
 	if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
-		t.Fatal(err)
-	}
+	testnats.Recreate(t, func() error {
+		_, err := stream.Ensure(context.Background(), js, stream.Config{})
+		return err
+	})
 	publish(t, js, 2)
 	if _, err := r.Collect(context.Background()); err != nil {
 		t.Fatal(err)

@@ -138,6 +138,15 @@ func TestRelaySetsAsideARowItCannotPublish(t *testing.T) {
 	}
 }
 
+// recreate makes the delivery stream again after a test deleted it.
+func recreate(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	testnats.Recreate(t, func() error {
+		_, err := stream.Ensure(context.Background(), js, stream.Config{})
+		return err
+	})
+}
+
 // silence makes the delivery stream unable to answer while the connection
 // stays up, the way a stream without a leader is during an election: the
 // stream is deleted and a core subscriber swallows its subjects, so a
@@ -156,9 +165,7 @@ func silence(t *testing.T, nc *nats.Conn, js jetstream.JetStream) (back func()) 
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
-			t.Fatal(err)
-		}
+		recreate(t, js)
 		if err := sub.Unsubscribe(); err != nil {
 			t.Fatal(err)
 		}
@@ -229,11 +236,7 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 				if err := js.DeleteStream(context.Background(), stream.DefaultName); err != nil {
 					t.Fatal(err)
 				}
-				return func() {
-					if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
-						t.Fatal(err)
-					}
-				}
+				return func() { recreate(t, js) }
 			}
 		}},
 		// No answer at all: only the publish timeout ends a round.
@@ -389,9 +392,7 @@ func TestRelayKeepsLockWhileTheStreamHasNoLeader(t *testing.T) {
 			t.Fatal("relay stepped down while connected to NATS with a leaderless stream: want it to keep the lock (every node fails alike)")
 		}
 	}
-	if _, err := stream.Ensure(context.Background(), js, stream.Config{}); err != nil {
-		t.Fatal(err)
-	}
+	recreate(t, js)
 	start := time.Now()
 	testwait.For(t, 5*time.Second, "drain once the stream is back", func() bool { return outboxDepth(t, s) == 0 })
 	t.Logf("drained %v after the stream was back", time.Since(start))
