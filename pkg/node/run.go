@@ -153,13 +153,13 @@ func (n *Node) pruneHistory(ctx context.Context) error {
 		case <-t.C:
 			deleted, err := n.Store.PruneHistory(ctx, n.cfg.HistoryRetention, time.Now())
 			if err != nil {
-				n.log.Warn("prune history", "err", err)
+				n.log.Warn("could not delete history past its retention; it stays until the next try (check PostgreSQL)", "next_try_in", time.Hour, "err", err)
 			} else if deleted > 0 {
 				n.log.Info("pruned history past retention", "messages", deleted)
 			}
 			dropped, err := n.Store.PruneChanges(ctx, time.Now().Add(-changes.MaxAge))
 			if err != nil {
-				n.log.Warn("prune chat changes", "err", err)
+				n.log.Warn("could not drop chat changes past the changes stream's max age; they stay until the next try (check PostgreSQL)", "next_try_in", time.Hour, "err", err)
 			} else if dropped > 0 {
 				n.log.Warn("dropped chat changes no endpoint took within the changes stream's max age", "changes", dropped, "max_age", changes.MaxAge)
 			}

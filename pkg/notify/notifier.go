@@ -183,7 +183,7 @@ func (n *Notifier) pull(ctx context.Context, it jetstream.MessagesContext, in ch
 		case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
 			return fmt.Errorf("consume %s: %w", ConsumerName, err)
 		default:
-			n.sampled.Warn("notifier consume", "err", err)
+			n.sampled.Warn("reading notifications from the stream failed; pulling again, they wait meanwhile (check NATS)", "consumer", ConsumerName, "err", err)
 			elect.Sleep(ctx, 50*time.Millisecond)
 		}
 	}

@@ -6,6 +6,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// ackFailed is the warning for a stream message whose ack did not reach
+// JetStream: said the same wherever an ack fails.
+const ackFailed = "could not ack a stream message; JetStream delivers it again after the lease, and its recipients may get it twice (they dedupe by id; check NATS)"
+
 // FastPath hands a message this node just committed to the recipients
 // connected to this node, before the relay has published it. It takes no
 // lease: the stream delivery that follows is authoritative (it acks at once
@@ -124,7 +128,7 @@ func (r *Registry) handle(msg jetstream.Msg) {
 	ackNow, over := r.deliver(msg, meta, &env)
 	if ackNow {
 		if err := msg.Ack(); err != nil {
-			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn(ackFailed, "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 	// The overload reaper: a connection with more than MaxHeld messages
@@ -306,7 +310,7 @@ func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	}
 	if waiting == 0 {
 		if err := msg.Ack(); err != nil {
-			r.sampled.Warn("ack stream message", "seq", meta.Sequence.Stream, "err", err)
+			r.sampled.Warn(ackFailed, "seq", meta.Sequence.Stream, "err", err)
 		}
 	}
 }

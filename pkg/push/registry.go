@@ -279,7 +279,7 @@ func (r *Registry) finishLocked(d *delivery) jetstream.Msg {
 func (r *Registry) ackAll(msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		if err := m.Ack(); err != nil {
-			r.sampled.Warn("ack stream message", "err", err)
+			r.sampled.Warn(ackFailed, "err", err)
 		}
 	}
 }

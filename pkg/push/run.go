@@ -159,7 +159,7 @@ func (r *Registry) consume(ctx context.Context) (*consuming, error) {
 		jetstream.PullMaxMessages(r.cfg.PullBatch),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			r.sampled.Warn("consume", "err", err)
+			r.sampled.Warn("reading the delivery stream failed; the messages it holds for this node's sessions wait until a pull succeeds (check NATS)", "consumer", ConsumerName(r.cfg.NodeID), "err", err)
 			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 				errors.Is(err, jetstream.ErrNoHeartbeat) {
 				select {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/embedded"
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/internal/testnats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -406,5 +409,29 @@ func BenchmarkPresencePutAll(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		p.putAll(ctx, p.unqueued())
+	}
+}
+
+// A heartbeat that cannot be written is logged with what it puts at stake
+// (the node's users go offline after the TTL) and where to look.
+func TestPresenceSaysWhatAFailedHeartbeatRisks(t *testing.T) {
+	srv := testnats.Start(t)
+	var logs testlog.Buffer
+	a := startPresenceNode(t, srv, "a", func(c *PresenceConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	a.p.Connected("bob")
+	a.waitPresence(t, 2*time.Second, "bob", true)
+	_, admin := connectJS(t, srv)
+	if err := admin.DeleteStream(context.Background(), "KV_"+DefaultPresenceBucket); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * testRefresh)
+	for !strings.Contains(logs.String(), "heartbeat") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := logs.String()
+	if !strings.Contains(got, "if none succeeds within the TTL the cluster takes its users offline") || !strings.Contains(got, "ttl=2s") {
+		t.Errorf("a heartbeat into a deleted bucket logged:\n%s\nwant what a lapse costs and the TTL", got)
 	}
 }

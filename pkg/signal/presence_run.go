@@ -331,7 +331,7 @@ func (p *Presence) beat(ctx context.Context) {
 	m.Data = []byte(p.inc)
 	if _, err := p.pub.PublishMsg(bctx, m, jetstream.WithMsgTTL(p.markerTTL())); err != nil && ctx.Err() == nil {
 		p.metrics.writeErrors.Inc()
-		p.sampled.Warn("presence heartbeat", "err", err)
+		p.sampled.Warn("could not write this node's presence heartbeat; if none succeeds within the TTL the cluster takes its users offline (check NATS)", "ttl", p.cfg.TTL, "err", err)
 	}
 }
 

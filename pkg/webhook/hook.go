@@ -153,7 +153,7 @@ func (h *hook) consume(ctx context.Context) error {
 		default:
 			// Missed heartbeats and the like: the iterator pulls again;
 			// the pause keeps a persistent error from spinning.
-			h.sampled.Warn("webhook consume", "err", err)
+			h.sampled.Warn("reading the endpoint's events from the stream failed; pulling again, its deliveries wait meanwhile (check NATS)", "err", err)
 			elect.Sleep(ctx, 50*time.Millisecond)
 		}
 	}
