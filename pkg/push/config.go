@@ -120,7 +120,8 @@ type Config struct {
 	TakenPrefix   string
 	TakenSkippers []string
 	// AloneCheck, with Settle, is how often Run lists the stream's
-	// consumers. A message reads settled only once a listing begun after its
+	// consumers while a message this node committed waits to read settled
+	// (once a second otherwise). A message reads settled only once a listing begun after its
 	// fast path found none but this node's, so it bounds how long an acked
 	// message waits to read settled. Zero means 50 ms.
 	AloneCheck time.Duration

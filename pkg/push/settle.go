@@ -27,7 +27,8 @@ import (
 //
 // Alone is proved, not assumed. The node only sets Config.Settle where no
 // other node can join (docs/architecture.md, "Settled on one node"), and Run
-// lists the stream's consumers every Config.AloneCheck besides: a message
+// lists the stream's consumers every Config.AloneCheck besides (while a
+// message waits for it; seldom when idle, see watchAlone): a message
 // reads settled only once a listing that began after its fast path found no
 // consumer but this node's. Another node's session gets `hello` only after
 // that node's consumer exists, so if it was registered before the message
@@ -235,14 +236,25 @@ func AloneCheckFor(settleWait time.Duration) time.Duration {
 	return max(settleWait/5, 5*time.Millisecond)
 }
 
-// watchAlone lists the stream's consumers every Config.AloneCheck until ctx
-// ends. Run owns it.
+// idleListing is how often watchAlone lists the stream's consumers while no
+// message of this node's waits to read settled: often enough to keep the
+// alone gauge, the log of other consumers and the fence's view of dead
+// peers current, seldom enough that an idle node does next to nothing.
+const idleListing = time.Second
+
+// watchAlone lists the stream's consumers every Config.AloneCheck while a
+// message this node committed waits to read settled, and every idleListing
+// otherwise, until ctx ends. Skipping a tick delays nothing: a message needs
+// a listing begun after its fast path, which is the next tick's either way.
+// Run owns it.
 func (r *Registry) watchAlone(ctx context.Context) {
 	t := time.NewTicker(r.cfg.AloneCheck)
 	defer t.Stop()
 	var str jetstream.Stream
+	var last time.Time
 	for {
-		if r.lists() {
+		if r.lists() && (r.awaitsListing() || r.cfg.Now().Sub(last) >= idleListing) {
+			last = r.cfg.Now()
 			str = r.checkAlone(ctx, str)
 		}
 		select {
@@ -251,6 +263,19 @@ func (r *Registry) watchAlone(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// awaitsListing reports whether the relay may ask about a message this node
+// committed: only such a message's account needs the listings.
+func (r *Registry) awaitsListing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, le := range r.settle.local {
+		if le.origin == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAlone lists the stream's consumers once (looking the stream up

@@ -2,12 +2,14 @@ package push_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -247,4 +249,34 @@ func TestTakenModeAndOtherConsumers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An idle node lists the stream's consumers about once a second, not at
+// the settle cadence: a listing proves something only for a message that
+// waits to read settled. One fast-pathed after the quiet still reads
+// settled once acked.
+func TestIdleRegistryListsSeldom(t *testing.T) {
+	e := mustEnv(t)
+	var listings atomic.Int64
+	sub, err := e.js.Conn().Subscribe("$JS.API.CONSUMER.NAMES."+stream.DefaultName, func(*nats.Msg) { listings.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	r := mustRegistry(t, e, "a", func(c *push.Config) {
+		c.Lease, c.Settle, c.AloneCheck = 10*time.Second, true, 10*time.Millisecond
+	})
+	time.Sleep(2 * time.Second)
+	if n := listings.Load(); n > 4 {
+		t.Fatalf("an idle registry listed the stream's consumers %d times in 2 s at a 10 ms AloneCheck; want about one a second", n)
+	}
+	bob := &recConn{user: "bob", device: "phone"}
+	attachAll(t, r, bob)
+	m := e.newMsg("alice")
+	r.FastPath(&m, []string{"alice", "bob"})
+	r.Ack(bob, []string{m.ID})
+	testwait.For(t, 5*time.Second, "the acked message to read settled", func() bool {
+		s, _ := r.Settled(m.ID)
+		return s
+	})
 }
