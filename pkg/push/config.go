@@ -121,9 +121,10 @@ type Config struct {
 	TakenSkippers []string
 	// AloneCheck, with Settle, is how often Run lists the stream's
 	// consumers while a message this node committed waits to read settled
-	// (once a second otherwise). A message reads settled only once a listing begun after its
-	// fast path found none but this node's, so it bounds how long an acked
-	// message waits to read settled. Zero means 50 ms.
+	// (once a second otherwise). A message reads settled only once a
+	// listing begun after its fast path found none but this node's, so it
+	// bounds how long an acked message waits to read settled. Zero means
+	// 50 ms.
 	AloneCheck time.Duration
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
