@@ -143,6 +143,7 @@ func (n *Node) buildDelivery(cfg *Config, settle bool) error {
 		pc.FastSubject, pc.SettledPrefix, pc.SkippedSubject = cfg.sharedSubject(), cfg.settledSubjects(), cfg.skippedSubject()
 		// Presence is built after delivery, before anything runs.
 		pc.PeerAlive = func(node string) (alive, current bool) { return n.Presence.NodeAlive(node) }
+		pc.PeerLapsed = func(node string) (time.Time, bool) { return n.Presence.NodeLapsed(node) }
 	}
 	if cfg.settlesTaken() {
 		pc.Filter, pc.TakenPrefix, pc.TakenSkippers = cfg.liveSubjects(), cfg.takenSubjects(), []string{notify.ConsumerName}

@@ -100,7 +100,13 @@ type Config struct {
 	// stays lapsed for FenceAfter is fenced (fence.go). Nil: none is; a dead
 	// node's consumer holds the settling until JetStream removes it
 	// (InactiveThreshold). Zero FenceAfter means DefaultFenceAfter.
-	PeerAlive  func(node string) (alive, current bool)
+	PeerAlive func(node string) (alive, current bool)
+	// PeerLapsed, with PeerAlive, says when another node was last heard if
+	// this node's presence saw its heartbeat lapse and not come back
+	// (signal.Presence.NodeLapsed). The first listing after the relay
+	// starts leading counts such a peer as seen alive until then, so a node
+	// that died under the previous leader is fenced too. Nil: it is not.
+	PeerLapsed func(node string) (since time.Time, ok bool)
 	FenceAfter time.Duration
 	// ReportGather, with Peers, is how long the node gathers its reports
 	// and skipped ids before it sends them. Zero means DefaultReportGather;

@@ -25,10 +25,18 @@ import (
 // that JetStream answers finds the consumer gone: it withdraws every
 // session and makes a new one, as after an operator's delete (and one that
 // JetStream does not answer closes its sessions after Config.Unreachable).
-// Its clients reconnect and read from history what they missed meanwhile. A node that never beat
-// (the presence of another layout) is never fenced, nor is one whose
-// consumer left a listing (it stopped in order, or was fenced) until it is
-// seen alive again.
+// Its clients reconnect and read from history what they missed meanwhile.
+// A node that never beat (the presence of another layout) is never fenced,
+// nor is one whose consumer left a listing (it stopped in order, or was
+// fenced) until it is seen alive again.
+//
+// A node that died before this one led was never seen alive in its
+// listings. The presence remembers a heartbeat it saw lapse
+// (Config.PeerLapsed), and the first listing after the relay starts leading
+// counts such a peer as seen alive until its last beat: fenced FenceAfter
+// after that. Only that first listing does, so a live node that cannot
+// write its heartbeat is fenced at most once per lead, not at every
+// listing after its consumer comes back.
 
 // fenceDead deletes the consumers of the peers fenced now, and returns
 // peers without them. It changes nothing while the presence view is not
@@ -38,6 +46,7 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 		return peers
 	}
 	listed := make(map[string]bool, len(peers))
+	lapsedAt := make(map[string]time.Time) // what the presence saw lapse, for the seed
 	var dead []string
 	for _, p := range peers {
 		alive, current := r.cfg.PeerAlive(p)
@@ -45,6 +54,11 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			return peers
 		}
 		listed[p] = alive
+		if !alive && r.cfg.PeerLapsed != nil {
+			if at, ok := r.cfg.PeerLapsed(p); ok {
+				lapsedAt[p] = at
+			}
+		}
 	}
 	now := r.cfg.Now()
 	r.mu.Lock()
@@ -53,8 +67,15 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			delete(r.settle.seen, p) // its consumer left: seen anew when back
 		}
 	}
+	seed := !r.settle.seeded
+	r.settle.seeded = true
 	for p, alive := range listed {
 		lapsed, seen := r.settle.seen[p]
+		if at, ok := lapsedAt[p]; ok && seed && !seen {
+			// Dead before this node led: the presence saw it lapse.
+			lapsed, seen = at, true
+			r.settle.seen[p] = at
+		}
 		switch {
 		case alive:
 			r.settle.seen[p] = time.Time{}

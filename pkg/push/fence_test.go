@@ -105,3 +105,58 @@ func TestDeadPeerFenced(t *testing.T) {
 		t.Fatalf("b back, its heartbeat not yet live: m2 settled or b's consumer deleted again (listed %v)", bListed())
 	}
 }
+
+// A peer that died before this node led was never seen alive in its
+// listings; the presence saw its heartbeat lapse (PeerLapsed), and the
+// first listing after the lead counts it as seen alive until then: fenced
+// once its lapse is FenceAfter old. Only that first listing seeds, so the
+// peer's consumer, back while its heartbeat is still not live, is not
+// fenced again at the next listings.
+func TestPeerDeadBeforeTheLeadFenced(t *testing.T) {
+	e := mustEnv(t)
+	const fenceAfter = 2 * time.Second
+	lapsedAt := time.Now().Add(-2 * fenceAfter)
+	peers := func(c *push.Config) {
+		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
+		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
+		c.FenceAfter = fenceAfter
+		c.PeerAlive = func(string) (bool, bool) { return false, true }
+		c.PeerLapsed = func(node string) (time.Time, bool) { return lapsedAt, node == "b" }
+	}
+	a := mustRegistry(t, e, "a", peers)
+	cfg := push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName}
+	peers(&cfg)
+	b, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRegistry(t, e, b, "b")() // stopped at once, its consumer left behind: a killed node
+	ctx := context.Background()
+	bListed := func() bool {
+		_, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("b"))
+		return err == nil
+	}
+
+	a.Lead(true)
+	m := e.newMsg("alice")
+	a.FastPath(&m, []string{"alice", "carol"}) // nobody connected: settled on a at once
+	if !settled(t, a, m.ID) {
+		t.Fatal("m not settled at the first listing after the lead, b dead for twice FenceAfter")
+	}
+	if bListed() {
+		t.Fatal("b's consumer still on the stream: a dead peer the presence saw lapse was not fenced")
+	}
+
+	b2, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRegistry(t, e, b2, "b") // back, its heartbeat not yet live
+	m2 := e.newMsg("alice")
+	a.FastPath(&m2, []string{"alice", "carol"})
+	for range 2 {
+		if settled(t, a, m2.ID) || !bListed() {
+			t.Fatalf("b back, its heartbeat not yet live: m2 settled or b's consumer deleted again (listed %v)", bListed())
+		}
+	}
+}

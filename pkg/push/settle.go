@@ -78,6 +78,9 @@ type settling struct {
 	// their consumer, in every listing since (fence.go): the zero time
 	// while it is live, else when it was first found lapsed.
 	seen map[string]time.Time
+	// seeded is set once a listing since the relay started leading took
+	// the presence's lapsed peers into seen (fence.go).
+	seeded bool
 }
 
 // localEntry is one message the fast path handled.
@@ -181,6 +184,7 @@ func (st *settling) listed(began time.Time, notAlone bool, peers []string) (chan
 func (st *settling) unproven() {
 	st.aloneAt, st.notAlone, st.peers = time.Time{}, false, nil
 	clear(st.seen)
+	st.seeded = false
 }
 
 // forget drops the account of messages whose rows left the outbox (see

@@ -189,6 +189,17 @@ func (p *Presence) NodeAlive(node string) (alive, current bool) {
 	return p.table.alive(node, p.cfg.Now())
 }
 
+// NodeLapsed reports when node was last heard, if this node saw its
+// heartbeat lapse (not leave in order) within the last hour and it has not
+// beaten since: evidence that node runs this presence and died, for a node
+// that starts leading and never saw it alive in its own listings (the
+// fence in pkg/push). Safe for concurrent use.
+func (p *Presence) NodeLapsed(node string) (since time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.table.lapsedSince(node)
+}
+
 // Connected records that user's first session on this node started.
 func (p *Presence) Connected(user string) { p.setLocal(user, true) }
 

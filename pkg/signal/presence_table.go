@@ -52,7 +52,11 @@ type presenceTable struct {
 	ttl  time.Duration
 	self string // this node: alive while it runs, whatever the bucket says
 
-	beats   map[string]nodeBeat             // node → its live heartbeat
+	beats map[string]nodeBeat // node → its live heartbeat
+	// lapsed holds, for each node whose heartbeat this view saw lapse
+	// (rather than leave in order) and not come back, when it was last
+	// heard; kept for lapsedMemory (see NodeLapsed).
+	lapsed  map[string]time.Time
 	entries map[string]map[string]userEntry // user → node → entry
 	byNode  map[string]map[string]struct{}  // node → users with an entry of it
 	online  map[string]struct{}             // users online as last reported
@@ -81,7 +85,7 @@ type seenEntry struct {
 // maxSeen users (at least one).
 func newPresenceTable(ttl time.Duration, self string, maxSeen int) *presenceTable {
 	return &presenceTable{
-		ttl: ttl, self: self, beats: make(map[string]nodeBeat),
+		ttl: ttl, self: self, beats: make(map[string]nodeBeat), lapsed: make(map[string]time.Time),
 		entries: make(map[string]map[string]userEntry), byNode: make(map[string]map[string]struct{}),
 		online: make(map[string]struct{}), lastSeen: make(map[string]*list.Element),
 		seenOrder: list.New(), maxSeen: max(maxSeen, 1),
@@ -188,6 +192,7 @@ func (t *presenceTable) removeEntry(user, node string, at time.Time) (presenceCh
 // beat records node's heartbeat from run inc at at. A node first heard, or
 // heard in a new run, changes the presence of the users with entries of it.
 func (t *presenceTable) beat(node, inc string, at time.Time) []presenceChange {
+	delete(t.lapsed, node)
 	prev, ok := t.beats[node]
 	if ok && prev.inc == inc {
 		if at.After(prev.at) {
@@ -212,12 +217,16 @@ func (t *presenceTable) beat(node, inc string, at time.Time) []presenceChange {
 // for a TTL), the other nodes take it for dead and delete its entries; it
 // puts them back when it sees that.
 func (t *presenceTable) gone(node string, at time.Time, lapsed bool) []presenceChange {
+	if !lapsed {
+		delete(t.lapsed, node) // it left in order
+	}
 	b, ok := t.beats[node]
 	if !ok || node == t.self {
 		return nil
 	}
 	if lapsed {
 		at = b.at
+		t.lapsed[node] = b.at
 	}
 	delete(t.beats, node)
 	t.recheck[node] = struct{}{}
@@ -237,14 +246,32 @@ func (t *presenceTable) alive(node string, now time.Time) (alive, current bool) 
 	return ok && now.Sub(b.at) <= t.ttl, true
 }
 
+// lapsedMemory is how long the table remembers a heartbeat that lapsed: well
+// past the 10 minutes after which JetStream drops a dead node's consumer,
+// and so past any fence that memory could still serve.
+const lapsedMemory = time.Hour
+
+// lapsedSince reports when node was last heard, if this view saw its
+// heartbeat lapse and it has not beaten or left in order since.
+func (t *presenceTable) lapsedSince(node string) (time.Time, bool) {
+	at, ok := t.lapsed[node]
+	return at, ok
+}
+
 // expire drops every other node's heartbeat not heard within the TTL
 // before now (its node stopped beating: dead or cut off). Its users who
 // have no other live node go offline, last seen at its last beat.
 func (t *presenceTable) expire(now time.Time) []presenceChange {
 	var out []presenceChange
+	for node, at := range t.lapsed {
+		if now.Sub(at) > lapsedMemory {
+			delete(t.lapsed, node)
+		}
+	}
 	for node, b := range t.beats {
 		if node != t.self && now.Sub(b.at) > t.ttl {
 			delete(t.beats, node)
+			t.lapsed[node] = b.at
 			t.recheck[node] = struct{}{}
 			out = append(out, t.settleNode(node, b.at)...)
 		}

@@ -258,3 +258,39 @@ func TestNodeAliveInACurrentView(t *testing.T) {
 	check("b's heartbeat 11 s old, this node's 2 s", at(11), "b", false, true)
 	check("this node's own heartbeat 12 s old", at(21), "b", false, false)
 }
+
+// The table remembers a heartbeat it saw lapse, by its TTL here or by the
+// bucket's expiry, until the node beats again, leaves in order, or an hour
+// passes; a node that left in order, or was never heard, has no lapse.
+func TestPresenceTableRemembersALapse(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tb := newPresenceTable(10*time.Second, "self", 100)
+	check := func(when, node string, wantAt time.Time, wantOK bool) {
+		t.Helper()
+		if got, ok := tb.lapsedSince(node); ok != wantOK || !got.Equal(wantAt) {
+			t.Fatalf("%s: lapsedSince(%s) = %v, %v; want %v, %v", when, node, got, ok, wantAt, wantOK)
+		}
+	}
+	tb.beat("a", "a1", at(0))
+	tb.beat("b", "b1", at(0))
+	tb.beat("c", "c1", at(0))
+	tb.expire(at(5))
+	check("a beating", "a", time.Time{}, false)
+	tb.gone("c", at(6), false) // c says goodbye
+	tb.expire(at(11))
+	check("a's TTL ran out here", "a", at(0), true)
+	check("c left in order", "c", time.Time{}, false)
+	check("a node never heard", "d", time.Time{}, false)
+	tb.beat("b", "b1", at(12))
+	tb.gone("b", at(25), true) // the bucket expired it
+	check("b expired by the bucket", "b", at(12), true)
+	tb.beat("a", "a2", at(30)) // a back in a new run
+	check("a beating again", "a", time.Time{}, false)
+	tb.gone("b", at(40), false) // a late goodbye of b's
+	check("b's goodbye after its lapse", "b", time.Time{}, false)
+	tb.expire(at(50))
+	check("a lapsed again", "a", at(30), true)
+	tb.expire(at(30).Add(lapsedMemory + time.Second))
+	check("an hour after a's lapse", "a", time.Time{}, false)
+}
