@@ -102,7 +102,7 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 // fence deletes p's consumer and reports whether it is gone.
 func (r *Registry) fence(ctx context.Context, str jetstream.Stream, p string) bool {
 	if err := str.DeleteConsumer(ctx, ConsumerName(p)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		r.sampled.Warn("delete the consumer of a node the cluster takes for dead; its reports are still awaited", "node", p, "err", err)
+		r.sampled.Warn("delete the consumer of a node the cluster takes for dead; its reports are still awaited", "peer", p, "err", err)
 		return false
 	}
 	r.mu.Lock()
@@ -110,6 +110,6 @@ func (r *Registry) fence(ctx context.Context, str jetstream.Stream, p string) bo
 	r.mu.Unlock()
 	r.metrics.fenced.Inc()
 	r.log.Warn("node's presence heartbeat lapsed: deleted its consumer, so the other nodes settle without its reports; if it is alive it withdraws its sessions and makes a new one",
-		"node", p, "consumer", ConsumerName(p))
+		"peer", p, "consumer", ConsumerName(p))
 	return true
 }

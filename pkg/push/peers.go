@@ -237,7 +237,7 @@ func (r *Registry) onShared(msg *nats.Msg) {
 		}
 		env, err := codec.DecodeEnvelope(line)
 		if err != nil || env.Message.ID == "" {
-			r.sampled.Warn("undecodable message shared by another node; it is delivered from the stream", "node", origin, "err", err)
+			r.sampled.Warn("undecodable message shared by another node; it is delivered from the stream", "peer", origin, "err", err)
 			continue
 		}
 		env.Message.Device = env.Device
@@ -312,7 +312,7 @@ func (r *Registry) sendReports() {
 	r.mu.Unlock()
 	for origin, ids := range reports {
 		if err := r.publishIDs(r.cfg.SettledPrefix+origin, ids); err != nil {
-			r.sampled.Warn("report settled messages", "node", origin, "err", err)
+			r.sampled.Warn("report settled messages", "peer", origin, "err", err)
 			continue
 		}
 		r.metrics.reports.Add(float64(len(ids)))
