@@ -18,6 +18,45 @@ import (
 // (a presence of another layout), or one whose heartbeat looks lapsed in a
 // view that is not current (a stalled watch), keeps its consumer, and the
 // messages wait for its reports.
+// deadPeer is node a, settling across nodes with a fence of FenceAfter,
+// and the consumer node b left on the stream when it was killed; presence
+// sets both nodes' PeerAlive and PeerLapsed.
+type deadPeer struct {
+	e   *env
+	a   *push.Registry
+	cfg push.Config // b's, to run it again
+}
+
+func newDeadPeer(t *testing.T, e *env, fenceAfter time.Duration, presence func(*push.Config)) *deadPeer {
+	t.Helper()
+	peers := func(c *push.Config) {
+		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
+		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
+		c.FenceAfter = fenceAfter
+		presence(c)
+	}
+	d := &deadPeer{e: e, a: mustRegistry(t, e, "a", peers), cfg: push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName}}
+	peers(&d.cfg)
+	d.bBack(t)() // stopped at once, its consumer left behind: a killed node
+	return d
+}
+
+// bListed reports whether b's consumer is on the stream.
+func (d *deadPeer) bListed() bool {
+	_, err := d.e.js.Consumer(context.Background(), stream.DefaultName, push.ConsumerName("b"))
+	return err == nil
+}
+
+// bBack runs b again under its id, its consumer made again if fenced.
+func (d *deadPeer) bBack(t *testing.T) (stop func()) {
+	t.Helper()
+	b, err := push.New(d.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runRegistry(t, d.e, b, "b")
+}
+
 func TestDeadPeerFenced(t *testing.T) {
 	e := mustEnv(t)
 	const fenceAfter = 2 * time.Second
@@ -28,30 +67,15 @@ func TestDeadPeerFenced(t *testing.T) {
 		bAlive, current = alive, cur
 		mu.Unlock()
 	}
-	peers := func(c *push.Config) {
-		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
-		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
-		c.FenceAfter = fenceAfter
+	d := newDeadPeer(t, e, fenceAfter, func(c *push.Config) {
 		c.PeerAlive = func(node string) (bool, bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			return node == "b" && bAlive, current
 		}
-	}
-	a := mustRegistry(t, e, "a", peers)
+	})
+	a, bListed := d.a, d.bListed
 	a.Lead(true)
-	cfg := push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName}
-	peers(&cfg)
-	b, err := push.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRegistry(t, e, b, "b")() // stopped at once, its consumer left behind: a killed node
-	ctx := context.Background()
-	bListed := func() bool {
-		_, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("b"))
-		return err == nil
-	}
 
 	m := e.newMsg("alice")
 	a.FastPath(&m, []string{"alice", "carol"}) // nobody connected: settled on a at once
@@ -94,11 +118,7 @@ func TestDeadPeerFenced(t *testing.T) {
 
 	// b back under its id: its consumer is made before its heartbeat is
 	// live, and a fenced node is seen anew, so it is not fenced again.
-	b2, err := push.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRegistry(t, e, b2, "b")
+	d.bBack(t)
 	m2 := e.newMsg("alice")
 	a.FastPath(&m2, []string{"alice", "carol"})
 	if settled(t, a, m2.ID) || !bListed() {
@@ -116,26 +136,11 @@ func TestPeerDeadBeforeTheLeadFenced(t *testing.T) {
 	e := mustEnv(t)
 	const fenceAfter = 2 * time.Second
 	lapsedAt := time.Now().Add(-2 * fenceAfter)
-	peers := func(c *push.Config) {
-		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
-		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
-		c.FenceAfter = fenceAfter
+	d := newDeadPeer(t, e, fenceAfter, func(c *push.Config) {
 		c.PeerAlive = func(string) (bool, bool) { return false, true }
 		c.PeerLapsed = func(node string) (time.Time, bool) { return lapsedAt, node == "b" }
-	}
-	a := mustRegistry(t, e, "a", peers)
-	cfg := push.Config{NodeID: "b", JS: e.js, Stream: stream.DefaultName}
-	peers(&cfg)
-	b, err := push.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRegistry(t, e, b, "b")() // stopped at once, its consumer left behind: a killed node
-	ctx := context.Background()
-	bListed := func() bool {
-		_, err := e.js.Consumer(ctx, stream.DefaultName, push.ConsumerName("b"))
-		return err == nil
-	}
+	})
+	a, bListed := d.a, d.bListed
 
 	a.Lead(true)
 	m := e.newMsg("alice")
@@ -147,11 +152,7 @@ func TestPeerDeadBeforeTheLeadFenced(t *testing.T) {
 		t.Fatal("b's consumer still on the stream: a dead peer the presence saw lapse was not fenced")
 	}
 
-	b2, err := push.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRegistry(t, e, b2, "b") // back, its heartbeat not yet live
+	d.bBack(t) // back, its heartbeat not yet live
 	m2 := e.newMsg("alice")
 	a.FastPath(&m2, []string{"alice", "carol"})
 	for range 2 {
