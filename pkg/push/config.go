@@ -27,6 +27,7 @@ const (
 	DefaultMaxAttempts   = 3
 	DefaultMaxPending    = 20
 	DefaultCheckInterval = time.Second
+	DefaultIdleCheck     = time.Second
 	// DefaultHeldPerPending sizes Config.MaxHeld: a connection may fall this
 	// many budgets behind a burst before it is closed overloaded.
 	DefaultHeldPerPending = 10
@@ -126,12 +127,16 @@ type Config struct {
 	TakenPrefix   string
 	TakenSkippers []string
 	// AloneCheck, with Settle, is how often Run lists the stream's
-	// consumers while a message this node committed waits to read settled
-	// (once a second otherwise). A message reads settled only once a
-	// listing begun after its fast path found none but this node's, so it
-	// bounds how long an acked message waits to read settled. Zero means
-	// 50 ms.
+	// consumers while a message this node committed waits to read settled.
+	// A message reads settled only once a listing begun after its fast
+	// path found none but this node's, so it bounds how long an acked
+	// message waits to read settled. Zero means 50 ms.
 	AloneCheck time.Duration
+	// IdleCheck, with Settle, is how often Run lists them while no such
+	// message waits (and the fast path has not woken it to list for one):
+	// it keeps the alone gauge, the log of other consumers and the fence's
+	// view of dead peers current. Zero means DefaultIdleCheck.
+	IdleCheck time.Duration
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
 	// means DefaultCheckInterval.
@@ -196,6 +201,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.AloneCheck <= 0 {
 		c.AloneCheck = 50 * time.Millisecond
+	}
+	if c.IdleCheck <= 0 {
+		c.IdleCheck = DefaultIdleCheck
 	}
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = DefaultCheckInterval

@@ -28,7 +28,7 @@ import (
 // Alone is proved, not assumed. The node only sets Config.Settle where no
 // other node can join (docs/architecture.md, "Settled on one node"), and Run
 // lists the stream's consumers every Config.AloneCheck besides (while a
-// message waits for it; seldom when idle, see watchAlone): a message
+// message waits for it; see watchAlone): a message
 // reads settled only once a listing that began after its fast path found no
 // consumer but this node's. Another node's session gets `hello` only after
 // that node's consumer exists, so if it was registered before the message
@@ -81,6 +81,11 @@ type settling struct {
 	// seeded is set once a listing since the relay started leading took
 	// the presence's lapsed peers into seen (fence.go).
 	seeded bool
+	// dozing is set while watchAlone sleeps for want of a message to list
+	// for; the fast path handling one of this node's clears it and sends
+	// on wake.
+	dozing bool
+	wake   chan struct{}
 }
 
 // localEntry is one message the fast path handled.
@@ -111,7 +116,7 @@ type localEntry struct {
 
 func newSettling(on bool) settling {
 	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1),
-		seen: make(map[string]time.Time)}
+		seen: make(map[string]time.Time), wake: make(chan struct{}, 1)}
 }
 
 // handled records what the fast path did with message id: handed to
@@ -121,6 +126,13 @@ func (st *settling) handled(id string, sessions []*session, missed, offline bool
 		return
 	}
 	st.local[id] = &localEntry{waiting: len(sessions), missed: missed, offline: offline, sessions: sessions, at: now}
+	if st.dozing {
+		st.dozing = false
+		select {
+		case st.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // done counts down message id for a connection that acked it or left live
@@ -240,46 +252,57 @@ func AloneCheckFor(settleWait time.Duration) time.Duration {
 	return max(settleWait/5, 5*time.Millisecond)
 }
 
-// idleListing is how often watchAlone lists the stream's consumers while no
-// message of this node's waits to read settled: often enough to keep the
-// alone gauge, the log of other consumers and the fence's view of dead
-// peers current, seldom enough that an idle node does next to nothing.
-const idleListing = time.Second
-
 // watchAlone lists the stream's consumers every Config.AloneCheck while a
-// message this node committed waits to read settled, and every idleListing
-// otherwise, until ctx ends. Skipping a tick delays nothing: a message needs
-// a listing begun after its fast path, which is the next tick's either way.
+// message this node committed waits to read settled, until ctx ends. With
+// none waiting it sleeps until the fast path handles one, and lists at
+// once (a listing begun after that fast path, as the message needs), or
+// until Config.IdleCheck passes: an idle node neither asks JetStream twenty
+// times a second for a proof nothing needs nor wakes to find nothing to do.
 // Run owns it.
 func (r *Registry) watchAlone(ctx context.Context) {
-	t := time.NewTicker(r.cfg.AloneCheck)
-	defer t.Stop()
+	tick := time.NewTicker(r.cfg.AloneCheck)
+	defer tick.Stop()
+	quiet := time.NewTimer(r.cfg.IdleCheck)
+	defer quiet.Stop()
 	var str jetstream.Stream
-	var last time.Time
 	for {
-		if r.lists() && (r.awaitsListing() || r.cfg.Now().Sub(last) >= idleListing) {
-			last = r.cfg.Now()
+		if r.lists() {
 			str = r.checkAlone(ctx, str)
 		}
+		if !r.doze() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			continue
+		}
+		tick.Stop()
+		quiet.Reset(r.cfg.IdleCheck)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-r.settle.wake:
+		case <-quiet.C:
 		}
+		tick.Reset(r.cfg.AloneCheck)
 	}
 }
 
-// awaitsListing reports whether the relay may ask about a message this node
-// committed: only such a message's account needs the listings.
-func (r *Registry) awaitsListing() bool {
+// doze reports whether no message this node committed has an account (only
+// such a message's needs the listings), and then marks watchAlone dozing,
+// for the fast path to wake it.
+func (r *Registry) doze() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settle.dozing = false
 	for _, le := range r.settle.local {
 		if le.origin == "" {
-			return true
+			return false
 		}
 	}
-	return false
+	r.settle.dozing = true
+	return true
 }
 
 // checkAlone lists the stream's consumers once (looking the stream up
