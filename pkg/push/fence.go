@@ -45,8 +45,13 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 	if r.cfg.PeerAlive == nil {
 		return peers
 	}
+	// The presence is asked what it saw lapse only for the seed, once per
+	// lead, and outside r.mu like PeerAlive.
+	r.mu.Lock()
+	gather := r.cfg.PeerLapsed != nil && !r.settle.seeded
+	r.mu.Unlock()
 	listed := make(map[string]bool, len(peers))
-	lapsedAt := make(map[string]time.Time) // what the presence saw lapse, for the seed
+	var lapsedAt map[string]time.Time
 	var dead []string
 	for _, p := range peers {
 		alive, current := r.cfg.PeerAlive(p)
@@ -54,10 +59,11 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			return peers
 		}
 		listed[p] = alive
-		if !alive && r.cfg.PeerLapsed != nil {
-			if at, ok := r.cfg.PeerLapsed(p); ok {
-				lapsedAt[p] = at
+		if at, ok := r.peerLapsed(gather && !alive, p); ok {
+			if lapsedAt == nil {
+				lapsedAt = make(map[string]time.Time)
 			}
+			lapsedAt[p] = at
 		}
 	}
 	now := r.cfg.Now()
@@ -67,8 +73,12 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			delete(r.settle.seen, p) // its consumer left: seen anew when back
 		}
 	}
-	seed := !r.settle.seeded
-	r.settle.seeded = true
+	// A lead lost and taken again since the gathering leaves the seed to
+	// the next listing.
+	seed := gather && !r.settle.seeded
+	if gather {
+		r.settle.seeded = true
+	}
 	for p, alive := range listed {
 		lapsed, seen := r.settle.seen[p]
 		if at, ok := lapsedAt[p]; ok && seed && !seen {
@@ -97,6 +107,14 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 		}
 	}
 	return live
+}
+
+// peerLapsed asks the presence when p was last heard, when ask is set.
+func (r *Registry) peerLapsed(ask bool, p string) (time.Time, bool) {
+	if !ask {
+		return time.Time{}, false
+	}
+	return r.cfg.PeerLapsed(p)
 }
 
 // fence deletes p's consumer and reports whether it is gone.
