@@ -311,6 +311,8 @@ func (r *Registry) doze() bool {
 // after the last good one wait for the next, and are published if none
 // comes within the relay's wait.
 func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstream.Stream {
+	r.listing.Lock()
+	defer r.listing.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
 	defer cancel()
 	began := r.cfg.Now()
