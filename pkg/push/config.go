@@ -137,6 +137,9 @@ type Config struct {
 	// it keeps the alone gauge, the log of other consumers and the fence's
 	// view of dead peers current. Zero means DefaultIdleCheck.
 	IdleCheck time.Duration
+	// listByHand keeps Run from listing the consumers at all, so a test
+	// decides every listing (export_test.go); production never sets it.
+	listByHand bool
 	// CheckInterval is how often Run asks JetStream whether the node's
 	// consumer still exists (and bounds how long one check may take). Zero
 	// means DefaultCheckInterval.

@@ -37,6 +37,10 @@ func (r *Registry) Tracked() (local, fast int) {
 	return len(r.settle.local), fast
 }
 
+// ListByHand keeps Run from listing the stream's consumers: the fast path
+// would wake its listing, which then races the test's own (CheckAlone).
+func ListByHand(c *Config) { c.listByHand = true }
+
 // CheckAlone lists the stream's consumers now, as Run does every
 // Config.AloneCheck, so settle tests decide when the listing happens.
 func (r *Registry) CheckAlone(ctx context.Context) { r.checkAlone(ctx, nil) }

@@ -30,7 +30,8 @@ type deadPeer struct {
 func newDeadPeer(t *testing.T, e *env, fenceAfter time.Duration, presence func(*push.Config)) *deadPeer {
 	t.Helper()
 	peers := func(c *push.Config) {
-		c.Lease, c.Settle, c.Peers, c.Conn, c.AloneCheck = 10*time.Second, true, true, e.js.Conn(), time.Hour
+		c.Lease, c.Settle, c.Peers, c.Conn = 10*time.Second, true, true, e.js.Conn()
+		push.ListByHand(c)
 		c.FastSubject, c.SettledPrefix, c.SkippedSubject = "f.settle.shared", "f.settle.done.", "f.settle.skipped"
 		c.FenceAfter = fenceAfter
 		presence(c)

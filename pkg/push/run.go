@@ -41,7 +41,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	// Run returns only once ctx ended, which ends these too.
 	var helpers sync.WaitGroup
 	defer helpers.Wait()
-	if r.settle.on {
+	if r.settle.on && !r.cfg.listByHand {
 		helpers.Go(func() { r.watchAlone(ctx) })
 	}
 	if r.cfg.Peers {

@@ -14,16 +14,15 @@ import (
 )
 
 // settleRegistry is a running registry that keeps the fast path's account
-// (Config.Settle), with a lease longer than any of these tests. Its own
-// listing of the stream's consumers waits an hour: the tests list them
-// with settled.
+// (Config.Settle), with a lease longer than any of these tests. It never
+// lists the stream's consumers by itself: the tests list them with settled.
 func settleRegistry(t *testing.T) (*env, *push.Registry) {
 	t.Helper()
 	e := mustEnv(t)
 	return e, mustRegistry(t, e, "a", func(c *push.Config) {
 		c.Lease = 10 * time.Second
 		c.Settle = true
-		c.AloneCheck = time.Hour
+		push.ListByHand(c)
 	})
 }
 
@@ -222,7 +221,8 @@ func TestTakenModeAndOtherConsumers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustEnv(t)
 			r := mustRegistry(t, e, "a", func(c *push.Config) {
-				c.Lease, c.Settle, c.AloneCheck = 10*time.Second, true, time.Hour
+				c.Lease, c.Settle = 10*time.Second, true
+				push.ListByHand(c)
 				c.Filter, c.TakenPrefix, c.TakenSkippers = live, takenPrefix, []string{"hook-notify"}
 			})
 			bob := &recConn{user: "bob", device: "phone"}
