@@ -69,10 +69,6 @@ type Registry struct {
 	// sampled logs what can repeat for every message (a NATS outage).
 	sampled *logsample.Sampler
 	metrics *metrics
-	// listing keeps listings of the stream's consumers one at a time: the
-	// fence's seed and a peer's lapse are timed over listings in a row
-	// (fence.go), and tests list beside Run's watchAlone.
-	listing sync.Mutex
 
 	mu         sync.Mutex
 	sessions   map[sessionKey]*session

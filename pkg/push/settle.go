@@ -309,10 +309,9 @@ func (r *Registry) doze() bool {
 // first when str is nil) and records the answer; it returns the stream for
 // the next listing. A listing that fails changes nothing: messages handled
 // after the last good one wait for the next, and are published if none
-// comes within the relay's wait.
+// comes within the relay's wait. Listings run one at a time (watchAlone's,
+// or a test's with Run's off): the fence times lapses over listings in a row.
 func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstream.Stream {
-	r.listing.Lock()
-	defer r.listing.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CheckInterval)
 	defer cancel()
 	began := r.cfg.Now()
