@@ -75,7 +75,7 @@ func (st *settling) handledFor(origin, id string, sessions []*session, missed bo
 		st.report(id, le)
 		return
 	}
-	st.local[id] = le
+	st.keep(id, le)
 }
 
 // report queues id for its origin.
@@ -113,7 +113,7 @@ func (st *settling) skippedBy(origin string, ids []string) {
 		if le == nil || le.origin != origin {
 			continue
 		}
-		delete(st.local, id)
+		st.drop(id)
 		for _, s := range le.sessions {
 			delete(s.fast, id) // a no-op on a withdrawn session's nil map
 		}
@@ -124,7 +124,7 @@ func (st *settling) skippedBy(origin string, ids []string) {
 // after all: the delivery takes over its sessions' fast entries.
 func (st *settling) deliveredShared(id string) {
 	if le := st.local[id]; le != nil && le.origin != "" {
-		delete(st.local, id)
+		st.drop(id)
 	}
 }
 

@@ -52,8 +52,10 @@ type settling struct {
 	// settled.
 	on bool
 	// local is the fast path's account of each message while the relay has
-	// not finished with it.
+	// not finished with it; own counts those committed here (origin ""),
+	// the ones the listings are for. Only keep and drop change either.
 	local map[string]*localEntry
+	own   int
 	// aloneAt is when the latest listing that found no consumer but this
 	// node's began; zero before the first such listing and while the
 	// latest that answered found another. Only messages the fast path
@@ -125,7 +127,7 @@ func (st *settling) handled(id string, sessions []*session, missed, offline bool
 	if !st.on {
 		return
 	}
-	st.local[id] = &localEntry{waiting: len(sessions), missed: missed, offline: offline, sessions: sessions, at: now}
+	st.keep(id, &localEntry{waiting: len(sessions), missed: missed, offline: offline, sessions: sessions, at: now})
 	if st.dozing {
 		st.dozing = false
 		select {
@@ -206,14 +208,13 @@ func (st *settling) forget(skipped, published []string) {
 	// (origin ""); a shared one leaves with its origin's notice (skippedBy),
 	// its stream delivery, or Reap.
 	for _, id := range published {
-		delete(st.local, id)
+		st.drop(id)
 	}
 	for _, id := range skipped {
-		le := st.local[id]
+		le := st.drop(id)
 		if le == nil {
 			continue
 		}
-		delete(st.local, id)
 		for _, s := range le.sessions {
 			delete(s.fast, id) // a no-op on a withdrawn session's nil map
 		}
@@ -225,9 +226,31 @@ func (st *settling) forget(skipped, published []string) {
 func (st *settling) forgetBefore(cutoff time.Time) {
 	for id, le := range st.local {
 		if le.at.Before(cutoff) {
-			delete(st.local, id)
+			st.drop(id)
 		}
 	}
+}
+
+// keep records le as message id's account, in place of any before.
+func (st *settling) keep(id string, le *localEntry) {
+	st.drop(id)
+	st.local[id] = le
+	if le.origin == "" {
+		st.own++
+	}
+}
+
+// drop forgets message id's account and returns it; nil if it had none.
+func (st *settling) drop(id string) *localEntry {
+	le := st.local[id]
+	if le == nil {
+		return nil
+	}
+	delete(st.local, id)
+	if le.origin == "" {
+		st.own--
+	}
+	return le
 }
 
 // Settled reports whether message id is settled on this node (see above),
@@ -295,14 +318,8 @@ func (r *Registry) watchAlone(ctx context.Context) {
 func (r *Registry) doze() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.settle.dozing = false
-	for _, le := range r.settle.local {
-		if le.origin == "" {
-			return false
-		}
-	}
-	r.settle.dozing = true
-	return true
+	r.settle.dozing = r.settle.own == 0
+	return r.settle.dozing
 }
 
 // checkAlone lists the stream's consumers once (looking the stream up

@@ -85,3 +85,45 @@ func TestSubjectMatches(t *testing.T) {
 		}
 	}
 }
+
+// The count of this node's own accounts, which tells watchAlone whether a
+// listing is needed, follows every way an account comes and goes: the fast
+// path's, a share's, a second fast path for the same id, and each drop.
+func TestOwnAccountsCounted(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	a := &session{fast: map[string]fastEntry{}}
+	st := newSettling(true)
+	step := func(what string, want int) {
+		t.Helper()
+		n := 0
+		for _, le := range st.local {
+			if le.origin == "" {
+				n++
+			}
+		}
+		if st.own != n || n != want {
+			t.Fatalf("after %s: own counted %d, accounts of this node's %d; want %d", what, st.own, n, want)
+		}
+	}
+	for _, id := range []string{"p1", "p2", "s1", "old"} {
+		st.handled(id, []*session{a}, false, false, now)
+	}
+	st.handled("old", []*session{a}, false, false, now.Add(-time.Hour)) // handled again: one account
+	st.handledFor("n2", "shared1", []*session{a}, false, now)
+	st.handledFor("n2", "shared2", []*session{a}, false, now)
+	step("four of this node's and two shared", 4)
+	st.forget(nil, []string{"p1", "shared1"}) // published; a shared id is not asked about, but goes
+	step("forget of a published message", 3)
+	st.forget([]string{"s1", "unknown"}, nil)
+	step("forget of a skipped message", 2)
+	st.forgetBefore(now.Add(-time.Minute))
+	step("forgetBefore", 1)
+	st.skippedBy("n2", []string{"shared2", "p2"}) // p2 is not n2's
+	st.deliveredShared("p2")                      // nor shared
+	step("a peer's announcement and a stream delivery", 1)
+	st.forget(nil, []string{"p2"})
+	step("the last of this node's forgotten", 0)
+	if len(st.local) != 0 {
+		t.Fatalf("accounts left: %v", st.local)
+	}
+}
