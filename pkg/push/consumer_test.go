@@ -3,10 +3,13 @@ package push_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chatd/chatd/internal/testlog"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
 	"github.com/chatd/chatd/pkg/stream"
@@ -111,12 +114,15 @@ func TestConsumerReplacedWhileCreatedIsNotTaken(t *testing.T) {
 
 // A consumer deleted behind the node's back is recreated: the sessions it
 // delivered to are withdrawn (ReasonResync: they resync from history) with
-// their pins and tracking, and delivery resumes for new sessions.
+// their pins and tracking, and delivery resumes for new sessions. The
+// failed pull's warning names the consumer and says what to check.
 func TestDeletedConsumerRecreatedAndSessionsResynced(t *testing.T) {
 	e := mustEnv(t)
+	var logs testlog.Buffer
 	r := mustRegistry(t, e, "a", func(c *push.Config) {
 		c.Lease = 10 * time.Second
 		c.CheckInterval = 200 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	bob := &recConn{user: "bob", device: "phone"}
 	if err := r.Attach(bob); err != nil {
@@ -147,5 +153,8 @@ func TestDeletedConsumerRecreatedAndSessionsResynced(t *testing.T) {
 	testwait.Until(t, "delivery after recreate", func() bool { return len(carol.received()) == 1 })
 	if took := time.Since(deleted); took > 5*time.Second {
 		t.Fatalf("live delivery resumed %v after the delete, want within 5s", took)
+	}
+	if got := logs.String(); !strings.Contains(got, `msg="reading the delivery stream failed; the messages it holds for this node's sessions wait until a pull succeeds (check NATS)" component=push node=a consumer=push-a`) {
+		t.Fatalf("the pull cut by the delete logged:\n%s\nwant the consume warning naming push-a and what to check", got)
 	}
 }
