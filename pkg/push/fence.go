@@ -59,7 +59,10 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			return peers
 		}
 		listed[p] = alive
-		if at, ok := r.peerLapsed(gather && !alive, p); ok {
+		if !gather || alive {
+			continue
+		}
+		if at, ok := r.cfg.PeerLapsed(p); ok {
 			if lapsedAt == nil {
 				lapsedAt = make(map[string]time.Time)
 			}
@@ -107,14 +110,6 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 		}
 	}
 	return live
-}
-
-// peerLapsed asks the presence when p was last heard, when ask is set.
-func (r *Registry) peerLapsed(ask bool, p string) (time.Time, bool) {
-	if !ask {
-		return time.Time{}, false
-	}
-	return r.cfg.PeerLapsed(p)
 }
 
 // fence deletes p's consumer and reports whether it is gone.
