@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/chatd/chatd/internal/gcfloor"
+	"github.com/chatd/chatd/internal/timerslack"
 	"github.com/chatd/chatd/pkg/api"
 	"github.com/chatd/chatd/pkg/ingest"
 	"github.com/chatd/chatd/pkg/node"
@@ -27,6 +29,9 @@ type settings struct {
 	// maxProcs caps the Go scheduler's processors (GOMAXPROCS); 0 keeps
 	// Go's choice (the GOMAXPROCS variable, else the CPUs available).
 	maxProcs int
+	// timerSlack is how late the kernel may fire this process's timers
+	// (internal/timerslack); 0 keeps the slack chatd was started with.
+	timerSlack time.Duration
 	// heapFloor is the heap goal Go's collector is held to at least
 	// (internal/gcfloor); 0 leaves GOGC alone.
 	heapFloor int64
@@ -82,6 +87,9 @@ func declareGeneral(f *envFlags, s *settings) {
 	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, doc{group: groupGeneral, unset: "every CPU",
 		short: "CPUs running Go at once (GOMAXPROCS)",
 		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS); `0`: Go's choice, every CPU. `1` on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 (BENCHMARKS.md)"})
+	f.Duration(&s.timerSlack, "timer-slack", "CHATD_TIMER_SLACK", timerslack.DefaultSlack, doc{group: groupGeneral, unset: "the inherited slack",
+		short: "how late the kernel may fire timers",
+		long:  "how late the kernel may fire chatd's timers (Linux timer slack, set by executing chatd again at start), so that it merges their wake-ups: pairs at 2,000 msg/s on one node cost 13% less chatd CPU a message with `1ms`, and a lone message waits up to this much longer (docs/benchmarks-log.md, \"The runtime's monitor thread, and timer slack\"). The managed PostgreSQL inherits it. `0`: keep the slack chatd was started with"})
 	f.Int64(&s.heapFloor, "heap-floor-bytes", "CHATD_HEAP_FLOOR_BYTES", gcfloor.DefaultFloor, doc{group: groupGeneral,
 		short: "Go heap reached before collecting garbage",
 		long:  "bytes the Go heap may reach before the garbage collector runs: while the live heap is under half of this, GOGC is raised (to 1000 at most) so the collector waits until the heap reaches it (pairs at 4,000 msg/s: 75 against 82 µs of chatd CPU per message, peak RSS 110 against 62 MiB; docs/benchmarks-log.md, \"A floor under the GC's heap goal\"); above that, Go's default GOGC=100. `0`: off. Ignored when the GOGC variable is set"})

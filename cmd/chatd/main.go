@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/gcfloor"
+	"github.com/chatd/chatd/internal/timerslack"
 	"github.com/chatd/chatd/pkg/node"
 )
 
@@ -134,6 +135,10 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	}
 	log := newLogger(&s)
 	s.node.Logger = log
+	// Before anything starts: on success chatd runs again from the top.
+	if err := timerslack.Apply(s.timerSlack); err != nil {
+		log.Warn("could not set the timer slack; chatd runs with the one it was started with, which costs CPU", "timer_slack", s.timerSlack, "err", err)
+	}
 	applyMaxProcs(s.maxProcs)
 	floor := heapFloor(s.heapFloor, log)
 	nofile, err := raiseFileLimit(log)
@@ -143,7 +148,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	s.node.API.HTTP.MaxConnections = maxConnections(s.node.API.HTTP.MaxConnections, nofile)
 	if uint64(s.node.API.HTTP.MaxConnections)+fileReserve > nofile {
 		log.Warn("--max-connections leaves fewer than the reserve of the open-file limit for PostgreSQL, NATS and files",
-			"max_connections", s.node.API.HTTP.MaxConnections, "open_file_limit", nofile, "reserve", fileReserve)
+			"max_connections", s.node.API.HTTP.MaxConnections, "timer_slack", currentSlack(), "open_file_limit", nofile, "reserve", fileReserve)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -155,7 +160,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 		return err
 	}
 	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(), "procs", runtime.GOMAXPROCS(0),
-		"max_connections", s.node.API.HTTP.MaxConnections,
+		"max_connections", s.node.API.HTTP.MaxConnections, "timer_slack", currentSlack(),
 		"token", "chatd token USER --data-dir "+s.node.DataDir)
 	go func() {
 		<-ctx.Done()
@@ -168,6 +173,16 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 		defer func() { <-reloaded }()
 	}
 	return n.Run(ctx)
+}
+
+// currentSlack is this thread's timer slack for the start's log line, or
+// "unknown" where it cannot be read.
+func currentSlack() string {
+	d, err := timerslack.Current()
+	if err != nil {
+		return "unknown"
+	}
+	return d.String()
 }
 
 // applyMaxProcs sets GOMAXPROCS from --max-procs; 0 leaves Go's choice.
