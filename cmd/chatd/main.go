@@ -148,7 +148,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	s.node.API.HTTP.MaxConnections = maxConnections(s.node.API.HTTP.MaxConnections, nofile)
 	if uint64(s.node.API.HTTP.MaxConnections)+fileReserve > nofile {
 		log.Warn("--max-connections leaves fewer than the reserve of the open-file limit for PostgreSQL, NATS and files",
-			"max_connections", s.node.API.HTTP.MaxConnections, "timer_slack", currentSlack(), "open_file_limit", nofile, "reserve", fileReserve)
+			"max_connections", s.node.API.HTTP.MaxConnections, "open_file_limit", nofile, "reserve", fileReserve)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

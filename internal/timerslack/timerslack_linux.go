@@ -22,10 +22,11 @@ func Current() (time.Duration, error) {
 // Apply makes want the timer slack of every thread of this process by
 // setting it and executing the program again (/proc/self/exe, with the
 // same arguments and environment), so it must be called before anything
-// worth keeping has started. It returns without executing when want is 0,
-// when the slack is already want, or in the execution it started itself;
-// it returns an error only when it could not execute, in which case the
-// process goes on with the slack it had. On success it does not return.
+// worth keeping has started. It returns nil without executing when want
+// is 0, when the slack is already want, or in the execution it started
+// itself; it returns an error when it could not read or set the slack or
+// execute, and the process goes on with the slack it had. Once it has
+// executed, it does not return.
 func Apply(want time.Duration) error {
 	if _, again := os.LookupEnv(marker); again {
 		return os.Unsetenv(marker)
