@@ -7,10 +7,11 @@
 //	cfg.NATSURL = p.URL("nats")
 //	p.Cut()      // every relayed connection dropped, new ones refused
 //	p.Restore()  // accepts again
+//	p.Stall()    // connections stay open, but nothing gets through
+//	p.Resume()   // what was held back flows again, in order
 package testproxy
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -22,9 +23,11 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	cut     bool
+	stalled bool
+	flowing *sync.Cond // on mu: broadcast when a stall ends or a cut drops its connections
+	conns   map[net.Conn]struct{}
 
 	wg sync.WaitGroup // the accept loop and every copy goroutine
 }
@@ -38,6 +41,7 @@ func Start(t testing.TB, target string) *Proxy {
 		t.Fatalf("testproxy: listen: %v", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+	p.flowing = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -57,6 +61,7 @@ func (p *Proxy) Cut() {
 	p.cut = true
 	conns := p.conns
 	p.conns = make(map[net.Conn]struct{})
+	p.flowing.Broadcast()
 	p.mu.Unlock()
 	for c := range conns {
 		_ = c.Close()
@@ -67,6 +72,23 @@ func (p *Proxy) Cut() {
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut = false
+	p.mu.Unlock()
+}
+
+// Stall stops relaying without closing anything, as a link that stops
+// delivering does: each direction holds what it read until Resume, and
+// the kernel's buffers hold the rest. Neither side sees an error.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	p.stalled = true
+	p.mu.Unlock()
+}
+
+// Resume ends a Stall: what was held back is relayed, in order.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	p.stalled = false
+	p.flowing.Broadcast()
 	p.mu.Unlock()
 }
 
@@ -121,14 +143,43 @@ func (p *Proxy) track(conns ...net.Conn) bool {
 	return true
 }
 
-// pipe copies one direction; when either side ends both are closed.
+// pipe copies one direction, holding each read while the proxy stalls;
+// when either side ends both are closed.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src) // any end of the copy ends the link
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && (!p.waitFlowing(dst) || !writeAll(dst, buf[:n])) {
+			break
+		}
+		if err != nil {
+			break // any end of the copy ends the link
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// waitFlowing waits out a stall; false when a cut dropped c meanwhile.
+func (p *Proxy) waitFlowing(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.stalled {
+		if _, ok := p.conns[c]; !ok {
+			return false
+		}
+		p.flowing.Wait()
+	}
+	_, ok := p.conns[c]
+	return ok
+}
+
+func writeAll(c net.Conn, b []byte) bool {
+	_, err := c.Write(b) // a net.Conn's Write writes all of b or fails
+	return err == nil
 }

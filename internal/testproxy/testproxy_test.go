@@ -78,3 +78,38 @@ func TestCutDropsAndRefusesUntilRestore(t *testing.T) {
 		t.Fatalf("after restore: %v", err)
 	}
 }
+
+// A stall keeps the connection open and gets nothing through; what was
+// sent meanwhile arrives once it resumes. A cut during a stall still drops
+// the connection.
+func TestStallHoldsUntilResume(t *testing.T) {
+	p := Start(t, echo(t))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.Stall()
+	if _, err := c.Write([]byte("held\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if line, err := r.ReadString('\n'); err == nil {
+		t.Fatalf("%q got through a stall", line)
+	}
+	p.Resume()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("after resume: %q, %v; want the held line", line, err)
+	}
+
+	p.Stall()
+	p.Cut()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("x\n")); err == nil {
+		if _, err := r.ReadString('\n'); err == nil {
+			t.Fatal("a stalled connection survived Cut")
+		}
+	}
+}

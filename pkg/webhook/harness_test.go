@@ -50,7 +50,12 @@ type rig struct {
 
 func mustRig(t *testing.T) *rig {
 	t.Helper()
-	ns := testnats.Start(t)
+	return mustRigOn(t, testnats.Start(t))
+}
+
+// mustRigOn is mustRig on a server the test started.
+func mustRigOn(t *testing.T, ns *embedded.NATS) *rig {
+	t.Helper()
 	js := mustJS(t, ns)
 	ctx := context.Background()
 	if _, err := stream.Ensure(ctx, js, stream.Config{}); err != nil {
@@ -127,7 +132,10 @@ type deliverer struct {
 func (r *rig) start(t *testing.T, js jetstream.JetStream, cfg webhook.Config) *deliverer {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	cfg.JS, cfg.Stream, cfg.Store, cfg.Logger, cfg.Registerer = js, stream.DefaultName, storeAdapter{r.st}, quiet, reg
+	cfg.JS, cfg.Stream, cfg.Store, cfg.Registerer = js, stream.DefaultName, storeAdapter{r.st}, reg
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff, cfg.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
 	}
