@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
-	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/logsample"
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testproxy"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/codec"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -23,35 +22,20 @@ import (
 // failed and to check NATS, naming its consumer, and once the link flows
 // again its pull takes the stream's messages again.
 func TestStalledLinkWarnsThenPullsAgain(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := testnats.StartListening(t)
 	direct, err := ns.Connect() // publishes and reads the consumer past the proxy
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(direct.Close)
-	jsd, err := jetstream.New(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsd := testnats.JetStreamOf(t, direct)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := jsd.CreateStream(ctx, jetstream.StreamConfig{Name: "stall", Subjects: []string{"stall.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	proxy := testproxy.Start(t, ns.Server().Addr().String())
-	nc, err := nats.Connect(proxy.URL("nats"), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStreamOf(t, testnats.Dial(t, proxy.URL("nats")))
 
 	var logs testlog.Buffer
 	n := &Notifier{cfg: Config{JS: js, Stream: "stall", Preview: PreviewText, After: time.Hour, AckWait: time.Minute, Now: time.Now},

@@ -42,29 +42,6 @@ func startRelay(t *testing.T, cfg stream.RelayConfig) (*stream.Relay, func()) {
 	return r, stop
 }
 
-// mustNATSWithListener starts an in-process NATS server with a TCP listener
-// on a free loopback port, for tests that put a testproxy in front of it.
-func mustNATSWithListener(t *testing.T) *embedded.NATS {
-	t.Helper()
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return srv
-}
-
-// mustConnect connects to url and reconnects fast and forever, as a node does.
-func mustConnect(t *testing.T, url string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 // metric reads the value of the counter or gauge name from reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -246,9 +223,9 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 		}},
 		// The link to NATS is cut, then restored: the relay wakes on the reconnect.
 		{"link cut", func(t *testing.T) (*nats.Conn, func(jetstream.JetStream) func()) {
-			srv := mustNATSWithListener(t)
+			srv := testnats.StartListening(t)
 			proxy := testproxy.Start(t, srv.Server().Addr().String())
-			nc := mustConnect(t, proxy.URL("nats"))
+			nc := testnats.Dial(t, proxy.URL("nats"))
 			return nc, func(jetstream.JetStream) func() {
 				proxy.Cut()
 				return proxy.Restore
@@ -291,10 +268,10 @@ func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 func TestRelayCutOffFromNATSStepsDown(t *testing.T) {
 	dsn := testpg.NewDatabase(t)
 	sA, sB := mustStore(t, dsn), mustStore(t, dsn)
-	srv := mustNATSWithListener(t)
+	srv := testnats.StartListening(t)
 	proxy := testproxy.Start(t, srv.Server().Addr().String())
-	ncA := mustConnect(t, proxy.URL("nats"))
-	ncB := mustConnect(t, srv.ClientURL())
+	ncA := testnats.Dial(t, proxy.URL("nats"))
+	ncB := testnats.Dial(t, srv.ClientURL())
 	jsA, jsB := mustJS(t, ncA), mustJS(t, ncB)
 	chat, err := sA.CreateGroupChat(context.Background(), "alice", "g", []string{"bob"})
 	if err != nil {

@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatd/chatd/embedded"
 	"github.com/chatd/chatd/internal/testlog"
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testproxy"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/webhook"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The deliverer's link to NATS stalls (open, but nothing gets through) for
@@ -22,22 +20,10 @@ import (
 // link cut outright warns nothing: the NATS client reconnects and the pull
 // resumes by itself.)
 func TestStalledLinkWarnsThenDeliversEverything(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := testnats.StartListening(t)
 	r := mustRigOn(t, ns)
 	proxy := testproxy.Start(t, ns.Server().Addr().String())
-	nc, err := nats.Connect(proxy.URL("nats"), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStreamOf(t, testnats.Dial(t, proxy.URL("nats")))
 	var logs testlog.Buffer
 	rc := newReceiver(t)
 	d := r.start(t, js, webhook.Config{Endpoints: []webhook.Endpoint{endpoint(rc)}, Workers: 2,
