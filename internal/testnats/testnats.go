@@ -48,6 +48,18 @@ func start(t testing.TB, listen string) *embedded.NATS {
 	return n
 }
 
+// Connect connects to n in process, as the embedded node does; the
+// connection closes when t ends.
+func Connect(t testing.TB, n *embedded.NATS) *nats.Conn {
+	t.Helper()
+	nc, err := n.Connect()
+	if err != nil {
+		t.Fatalf("testnats: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // Dial connects to url as a chatd node does, reconnecting fast and
 // forever; the connection closes when t ends.
 func Dial(t testing.TB, url string) *nats.Conn {
@@ -74,10 +86,5 @@ func JetStreamOf(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 // returns the connection's JetStream; the connection closes when t ends.
 func JetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	nc, err := Start(t).Connect()
-	if err != nil {
-		t.Fatalf("testnats: connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	return JetStreamOf(t, nc)
+	return JetStreamOf(t, Connect(t, Start(t)))
 }

@@ -150,8 +150,13 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && (!p.waitFlowing(dst) || !writeAll(dst, buf[:n])) {
-			break
+		if n > 0 {
+			if !p.waitFlowing(dst) {
+				break
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil { // a net.Conn writes all of it or fails
+				break
+			}
 		}
 		if err != nil {
 			break // any end of the copy ends the link
@@ -177,9 +182,4 @@ func (p *Proxy) waitFlowing(c net.Conn) bool {
 	}
 	_, ok := p.conns[c]
 	return ok
-}
-
-func writeAll(c net.Conn, b []byte) bool {
-	_, err := c.Write(b) // a net.Conn's Write writes all of b or fails
-	return err == nil
 }

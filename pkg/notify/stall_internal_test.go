@@ -23,12 +23,7 @@ import (
 // again its pull takes the stream's messages again.
 func TestStalledLinkWarnsThenPullsAgain(t *testing.T) {
 	ns := testnats.StartListening(t)
-	direct, err := ns.Connect() // publishes and reads the consumer past the proxy
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(direct.Close)
-	jsd := testnats.JetStreamOf(t, direct)
+	jsd := testnats.JetStreamOf(t, testnats.Connect(t, ns)) // publishes and reads the consumer past the proxy
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := jsd.CreateStream(ctx, jetstream.StreamConfig{Name: "stall", Subjects: []string{"stall.>"}}); err != nil {

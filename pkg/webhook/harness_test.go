@@ -71,16 +71,7 @@ func mustRigOn(t *testing.T, ns *embedded.NATS) *rig {
 
 func mustJS(t *testing.T, ns *embedded.NATS) jetstream.JetStream {
 	t.Helper()
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return testnats.JetStreamOf(t, testnats.Connect(t, ns))
 }
 
 // publish puts the next event of chat on the stream as the relay would.
