@@ -19,11 +19,7 @@ import (
 // real NATS and the env's store.
 func mustPresenceEnv(t *testing.T) (*env, *signal.Presence) {
 	t.Helper()
-	nc, err := testnats.Start(t).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, testnats.Start(t))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

@@ -50,11 +50,7 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, ns)
 	n := &node{st: st, nc: nc, reg: prometheus.NewRegistry()}
 	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, NodeID: id, Timeout: timeout, Logger: quiet, Registerer: n.reg})
 	if err != nil {
@@ -271,11 +267,7 @@ func TestAnAnswerLostAfterTheCommitStoresNothingTwice(t *testing.T) {
 	}
 	// A leading node that commits what it is sent and then dies before it
 	// answers: the request's sends, stored directly, and no reply.
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, ns)
 	stored := make(chan []store.Outcome, 1)
 	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		sends := []store.Send{{SendRequest: chatd.SendRequest{Chat: c.ID, From: "alice", Device: "d1", CID: "x000", Body: "hi 0"},
@@ -367,11 +359,7 @@ func TestUnreadableBatchIsDeclined(t *testing.T) {
 	ns := testnats.Start(t)
 	leader := newNode(t, dsn, ns, "n1", time.Hour)
 	leader.lead(t)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, ns)
 	m := nats.NewMsg(subject)
 	m.Data = []byte(`{"sends": "a format of another version"}`)
 	m.Header.Set("Chatd-Node", "n9")

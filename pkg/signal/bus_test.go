@@ -19,11 +19,7 @@ func TestBusCrossesNodes(t *testing.T) {
 	got := [2]chan chatd.Signal{make(chan chatd.Signal, 128), make(chan chatd.Signal, 128)}
 	buses := make([]*signal.Bus, 2)
 	for i := range buses {
-		nc, err := ns.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
+		nc := testnats.Connect(t, ns)
 		ch := got[i]
 		b, err := signal.NewBus(signal.BusConfig{Conn: nc, Deliver: func(s chatd.Signal) {
 			select { // Deliver must not block

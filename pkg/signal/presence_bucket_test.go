@@ -39,11 +39,7 @@ type presenceNode struct {
 // the test ends.
 func connectJS(t testing.TB, srv *embedded.NATS) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, srv)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

@@ -193,11 +193,7 @@ func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
 func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 	inProcess := func(t *testing.T) (*nats.Conn, *embedded.NATS) {
 		srv := testnats.Start(t)
-		nc, err := srv.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
+		nc := testnats.Connect(t, srv)
 		return nc, srv
 	}
 	for _, tc := range []struct {

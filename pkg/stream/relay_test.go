@@ -51,11 +51,7 @@ func mustJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 // connection to it and its JetStream context with the delivery stream.
 func mustInProcessJS(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := testnats.Start(t).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, testnats.Start(t))
 	return nc, mustJS(t, nc)
 }
 

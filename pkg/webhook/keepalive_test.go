@@ -33,11 +33,7 @@ func TestKeepAliveOnlyForEventsHeldLong(t *testing.T) {
 			r := mustRig(t)
 			rc := newReceiver(t)
 			ep := endpoint(rc)
-			nc, err := r.ns.Connect()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			nc := testnats.Connect(t, r.ns)
 			inProgress := testnats.InProgressAcks(t, nc, webhook.ConsumerName(ep.URL))
 			if tt.outage {
 				rc.setMode("drop")

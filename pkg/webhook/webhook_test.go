@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
@@ -123,10 +124,7 @@ func TestHardStopMidDeliveryLosesNothing(t *testing.T) {
 	r := mustRig(t)
 	rc := newReceiver(t)
 	cfg := webhook.Config{Endpoints: []webhook.Endpoint{endpoint(rc)}, AckWait: time.Second, Workers: 2}
-	nc, err := r.ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := testnats.Connect(t, r.ns)
 	a := r.start(t, jsOf(t, nc), cfg)
 	waitDelivering(t, a)
 	want := map[string]int64{}
