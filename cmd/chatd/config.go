@@ -127,7 +127,7 @@ func declareStorage(f *envFlags, c *node.Config) {
 		long:  "most pooled PostgreSQL connections this node opens (its LISTEN connection and the relay's and webhooks' locks take a few more); nodes sharing a database must stay, together, under its `max_connections`. Overrides a `pool_max_conns` in `--database-url`"})
 	f.Duration(&c.HistoryRetention, "history-retention", "CHATD_HISTORY_RETENTION", 0, doc{group: groupStorage, unset: "keep forever",
 		short: "delete messages older than this",
-		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned"})
+		long:  "delete messages older than this (e.g. `2160h`, 90 days); history is kept forever unless you set it. It must be longer than `--stream-max-age`, a chat's own retention is never shorter than the stream's max age, and a message not yet relayed is never pruned. Messages past it are deleted as chatd starts and then hourly"})
 	f.Int(&c.Ingest.QueueSize, "queue-size", "CHATD_QUEUE_SIZE", ingest.DefaultQueueSize, doc{group: groupStorage,
 		short: "unsaved sends held; more are refused",
 		long:  "sends held from submit to the end of their commit; beyond it a send is rejected `overloaded`"})

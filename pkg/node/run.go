@@ -141,28 +141,45 @@ func (n *Node) waitShutdownDelay() {
 	<-t.C
 }
 
-// pruneHistory deletes history past its retention once an hour, and the
-// chat changes no endpoint took within the changes stream's max age.
+// pruneEvery is how often a node deletes history past its retention and
+// chat changes past the changes stream's max age.
+const pruneEvery = time.Hour
+
+// pruneHistory prunes as the node starts and then every pruneEvery: a node
+// restarted more often than that still deletes what its retention says.
 func (n *Node) pruneHistory(ctx context.Context) error {
-	t := time.NewTicker(time.Hour)
+	t := time.NewTicker(pruneEvery)
 	defer t.Stop()
 	for {
+		n.prune(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			deleted, err := n.Store.PruneHistory(ctx, n.cfg.HistoryRetention, time.Now())
-			if err != nil {
-				n.log.Warn("could not delete history past its retention; it stays until the next try (check PostgreSQL)", "next_try_in", time.Hour, "err", err)
-			} else if deleted > 0 {
-				n.log.Info("pruned history past retention", "messages", deleted)
-			}
-			dropped, err := n.Store.PruneChanges(ctx, time.Now().Add(-changes.MaxAge))
-			if err != nil {
-				n.log.Warn("could not drop chat changes past the changes stream's max age; they stay until the next try (check PostgreSQL)", "next_try_in", time.Hour, "err", err)
-			} else if dropped > 0 {
-				n.log.Warn("dropped chat changes no endpoint took within the changes stream's max age", "changes", dropped, "max_age", changes.MaxAge)
-			}
 		}
+	}
+}
+
+// prune deletes history past its retention, and the chat changes no
+// endpoint took within the changes stream's max age. A failure is a
+// warning (the next try is pruneEvery later), except at shutdown.
+func (n *Node) prune(ctx context.Context) {
+	deleted, err := n.Store.PruneHistory(ctx, n.cfg.HistoryRetention, time.Now())
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		n.log.Warn("could not delete history past its retention; it stays until the next try (check PostgreSQL)", "next_try_in", pruneEvery, "err", err)
+	} else if deleted > 0 {
+		n.log.Info("pruned history past retention", "messages", deleted)
+	}
+	dropped, err := n.Store.PruneChanges(ctx, time.Now().Add(-changes.MaxAge))
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		n.log.Warn("could not drop chat changes past the changes stream's max age; they stay until the next try (check PostgreSQL)", "next_try_in", pruneEvery, "err", err)
+	} else if dropped > 0 {
+		n.log.Warn("dropped chat changes no endpoint took within the changes stream's max age", "changes", dropped, "max_age", changes.MaxAge)
 	}
 }
