@@ -193,8 +193,7 @@ func TestRelayTimedOutRoundsLeaveNoPendingPublishes(t *testing.T) {
 func TestRelayResumesQuicklyWhenTheStreamAnswersAgain(t *testing.T) {
 	inProcess := func(t *testing.T) (*nats.Conn, *embedded.NATS) {
 		srv := testnats.Start(t)
-		nc := testnats.Connect(t, srv)
-		return nc, srv
+		return testnats.Connect(t, srv), srv
 	}
 	for _, tc := range []struct {
 		name string
