@@ -84,9 +84,9 @@ func declareGeneral(f *envFlags, s *settings) {
 	f.Bool(&s.version, "version", "", false, doc{group: groupGeneral,
 		short: "print the version and exit",
 		long:  "print the module version and VCS revision, and exit"})
-	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, doc{group: groupGeneral, unset: "every CPU",
+	f.Int(&s.maxProcs, "max-procs", "CHATD_MAX_PROCS", 0, doc{group: groupGeneral, unset: "CPUs shared",
 		short: "CPUs running Go at once (GOMAXPROCS)",
-		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS); `0`: Go's choice, every CPU. Nodes sharing a machine: its cores divided among them (docs/cluster.md). `1` for a lone node on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 at high rates (BENCHMARKS.md)"})
+		long:  "most CPUs that run chatd's Go code at once (GOMAXPROCS). `0`: Go's choice (every CPU, or a container's CPU limit), divided among the chatd processes running on the same CPUs of this machine, counted again every 10 s and logged when it changes (docs/cluster.md, \"Nodes sharing a machine\"); the GOMAXPROCS variable turns the division off as a value here does. `1` for a lone node on a 2-core box shared with PostgreSQL saves chatd CPU per message and costs p99 at high rates (BENCHMARKS.md)"})
 	f.Duration(&s.timerSlack, "timer-slack", "CHATD_TIMER_SLACK", timerslack.DefaultSlack, doc{group: groupGeneral, unset: "the inherited slack",
 		short: "how late the kernel may fire timers",
 		long:  "how late the kernel may fire chatd's timers (Linux timer slack, set by executing chatd again at start), so that it merges their wake-ups: pairs at 2,000 msg/s on one node cost 13% less chatd CPU a message with `1ms`, and a lone message waits up to this much longer (docs/benchmarks-log.md, \"The runtime's monitor thread, and timer slack\"). The managed PostgreSQL inherits it. `0`: keep the slack chatd was started with"})

@@ -154,6 +154,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	defer keepHeapFloor(ctx, floor)()
+	defer shareCPUs(ctx, s.maxProcs, log)()
 	start := time.Now()
 	n, err := node.Start(ctx, s.node)
 	if err != nil {
