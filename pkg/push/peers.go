@@ -182,16 +182,18 @@ func (r *Registry) publishShare(data []byte) {
 
 // Lead tells the registry whether this node's relay leads (Config.Peers):
 // only then does anything ask whether a message is settled here, so only
-// then does Run list the stream's consumers. A node that stops leading
+// then does Run list the stream's consumers, and only while it does not
+// lead does it take the shares (follow.go). A node that stops leading
 // forgets what the listings proved; it proves it again when it leads.
 func (r *Registry) Lead(leading bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.settle.leading = leading
 	if !leading {
 		r.settle.unproven()
 		r.metrics.alone.Set(0)
 	}
+	r.mu.Unlock()
+	r.follow.sync(r)
 }
 
 // lists reports whether Run's listing is needed now: always alone, and
@@ -261,25 +263,17 @@ func (r *Registry) onReport(msg *nats.Msg) {
 // runPeers takes the other nodes' shares and reports, and sends this
 // node's reports, until ctx ends. Run owns it.
 func (r *Registry) runPeers(ctx context.Context) {
-	var subs []*nats.Subscription
-	defer func() {
-		for _, s := range subs {
-			_ = s.Unsubscribe()
-		}
-	}()
-	for subject, handle := range map[string]nats.MsgHandler{
-		r.cfg.FastSubject:                  r.onShared,
-		r.cfg.SkippedSubject:               r.onSkipped,
-		r.cfg.SettledPrefix + r.cfg.NodeID: r.onReport,
-	} {
-		// A subscription refused (the connection closed) leaves every
-		// message unsettled: the stream delivers them.
-		s, err := r.cfg.Conn.Subscribe(subject, handle)
-		if err != nil {
-			r.log.Warn("subscribe for settling across nodes; every message goes to the stream", "subject", subject, "err", err)
-			return
-		}
-		subs = append(subs, s)
+	// A subscription refused (the connection closed) leaves every message
+	// unsettled: the stream delivers them.
+	reports, err := r.cfg.Conn.Subscribe(r.cfg.SettledPrefix+r.cfg.NodeID, r.onReport)
+	if err != nil {
+		r.log.Warn("subscribe for settling across nodes; every message goes to the stream", "subject", r.cfg.SettledPrefix+r.cfg.NodeID, "err", err)
+		return
+	}
+	defer func() { _ = reports.Unsubscribe() }()
+	defer r.follow.stop()
+	if !r.follow.start(r) {
+		return
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()

@@ -1,14 +1,17 @@
 package push_test
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatd/chatd"
+	"github.com/chatd/chatd/internal/testnats"
 	"github.com/chatd/chatd/internal/testwait"
 	"github.com/chatd/chatd/pkg/push"
+	"github.com/chatd/chatd/pkg/stream"
 	"github.com/nats-io/nats.go"
 )
 
@@ -118,4 +121,67 @@ func idsOn(t *testing.T, nc *nats.Conn, subject string) *idCounter {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Only the leading node shares, so it takes no shares: core NATS would
+// echo each of its own back to it, to be read and thrown away. A node that
+// stops leading takes the shares of the node that leads next.
+func TestLeadingNodeTakesNoShares(t *testing.T) {
+	srv := testnats.Start(t)
+	ncA, ncB := testnats.Connect(t, srv), testnats.Connect(t, srv)
+	e := &env{js: testnats.JetStreamOf(t, ncA)}
+	if _, err := stream.Ensure(context.Background(), e.js, stream.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	peersOn := func(nc *nats.Conn) func(*push.Config) {
+		return func(c *push.Config) {
+			c.Settle, c.Peers, c.Conn, c.JS = true, true, nc, testnats.JetStreamOf(t, nc)
+			c.FastSubject, c.SettledPrefix, c.SkippedSubject = "l.settle.shared", "l.settle.done.", "l.settle.skipped"
+		}
+	}
+	a := mustRegistry(t, e, "a", peersOn(ncA))
+	b := mustRegistry(t, e, "b", peersOn(ncB))
+	bobOnA := &recConn{user: "bob", device: "phone"}
+	if err := a.Attach(bobOnA); err != nil {
+		t.Fatal(err)
+	}
+	bobOnB := &recConn{user: "bob", device: "laptop"}
+	if err := b.Attach(bobOnB); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("b", 50<<10)
+	shareFrom := func(r *push.Registry) {
+		for range 10 {
+			m := e.newMsg("alice")
+			m.Body = body
+			r.Share([]chatd.Envelope{{OutboxID: e.nextID, Message: m, Device: "web", Recipients: []string{"bob"}}})
+		}
+	}
+	// inBytes is what conn has read once the server has sent it everything
+	// published before: a flush's PONG comes after.
+	inBytes := func(nc *nats.Conn) uint64 {
+		t.Helper()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return nc.Stats().InBytes
+	}
+	const shared = 10 * 50 << 10
+
+	b.Lead(true)
+	before := inBytes(ncB)
+	shareFrom(b)
+	testwait.For(t, 10*time.Second, "bob's phone on a gets the 10 messages b shared", func() bool { return len(bobOnA.received()) == 10 })
+	if got := inBytes(ncB) - before; got >= shared {
+		t.Fatalf("the leading node read %d KiB while it shared %d KiB: its own shares came back to it", got>>10, shared>>10)
+	}
+
+	b.Lead(false)
+	a.Lead(true)
+	before = inBytes(ncA)
+	shareFrom(a)
+	testwait.For(t, 10*time.Second, "bob's laptop on b, which leads no more, gets the 10 messages a shared", func() bool { return len(bobOnB.received()) == 10 })
+	if got := inBytes(ncA) - before; got >= shared {
+		t.Fatalf("the node leading next read %d KiB while it shared %d KiB: its own shares came back to it", got>>10, shared>>10)
+	}
 }

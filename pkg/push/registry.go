@@ -83,6 +83,8 @@ type Registry struct {
 	streamFirst map[string]time.Time
 	// settle is the single-node settle state (settle.go).
 	settle settling
+	// follow holds the subscriptions to the leading node's shares.
+	follow follower
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
