@@ -15,17 +15,27 @@ import (
 // every accepted event once. The rare shapes it does not write itself (the
 // read-only state fields, a time json.Marshal refuses) go to json.Marshal.
 func EncodeEnvelope(e *chatd.Envelope) ([]byte, error) {
+	// Room for the fixed fields and a body without escapes; growing past it
+	// is rare and cheaper than sizing exactly (EnvelopeSize walks every byte).
+	m := &e.Message
+	return AppendEnvelope(make([]byte, 0, 256+len(m.Body)+len(m.Meta)+24*len(e.Recipients)), e)
+}
+
+// AppendEnvelope appends e as EncodeEnvelope writes it: the shares of a
+// commit go into one buffer. On an error dst is returned as it was.
+func AppendEnvelope(dst []byte, e *chatd.Envelope) ([]byte, error) {
 	m := &e.Message
 	if !plainShape(m) {
-		return json.Marshal(e)
+		b, err := json.Marshal(e)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
 	}
 	meta, err := marshalMeta(m)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	// Room for the fixed fields and a body without escapes; growing past it
-	// is rare and cheaper than sizing exactly (EnvelopeSize walks every byte).
-	dst := make([]byte, 0, 256+len(m.Body)+len(m.Meta)+24*len(e.Recipients))
 	dst = append(dst, `{"outbox_id":`...)
 	dst = strconv.AppendInt(dst, e.OutboxID, 10)
 	dst = append(dst, `,"msg":{`...)

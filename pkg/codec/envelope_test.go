@@ -25,6 +25,12 @@ func sameEnvelopeJSON(t *testing.T, e *chatd.Envelope) {
 	if err == nil {
 		sameEnvelopeDecode(t, got)
 	}
+	// Appended after other bytes, as Share does; an error leaves them as
+	// they were.
+	got, err = codec.AppendEnvelope([]byte("x\n"), e)
+	if (err == nil) != (wantErr == nil) || (err == nil && !bytes.Equal(got, append([]byte("x\n"), want...))) || (err != nil && string(got) != "x\n") {
+		t.Fatalf("AppendEnvelope:\n got %q, %v\nwant x\\n%s, %v", got, err, want, wantErr)
+	}
 	want, wantErr = json.Marshal(&e.Message)
 	got, err = codec.AppendMessageJSON([]byte("x"), &e.Message)
 	if (err == nil) != (wantErr == nil) || (err == nil && !bytes.Equal(got, append([]byte("x"), want...))) {
@@ -123,4 +129,16 @@ func BenchmarkEnvelopeJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// An envelope json.Marshal refuses (meta that is not JSON) is an error from
+// AppendEnvelope too, and what was appended before stays as it was.
+func TestAppendEnvelopeRefusalLeavesTheBuffer(t *testing.T) {
+	for _, deleted := range []bool{false, true} {
+		e := chatd.Envelope{OutboxID: 1, Message: chatd.Message{ID: "m1", Chat: "c", From: "a", Meta: json.RawMessage(`{"bad`), Deleted: deleted}}
+		got, err := codec.AppendEnvelope([]byte("x\n"), &e)
+		if err == nil || string(got) != "x\n" {
+			t.Fatalf("deleted %v: AppendEnvelope gave %q, %v; want the buffer as it was and an error", deleted, got, err)
+		}
+	}
 }

@@ -148,26 +148,37 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 	// outgrow NATS's max payload: it goes in as many messages as it needs
 	// (each envelope alone fits, ingest refuses larger ones).
 	limit := int(r.cfg.Conn.MaxPayload()) - shareHeaderRoom
-	var data []byte
+	buf := r.shareBufs.Get().(*[]byte)
+	data := (*buf)[:0]
 	for i := range envs {
-		b, err := codec.EncodeEnvelope(&envs[i])
-		if err != nil {
+		start := len(data)
+		var err error
+		if data, err = codec.AppendEnvelope(data, &envs[i]); err != nil {
 			// The relay will encode it too, and say so; without a share the
 			// message is merely not settled.
 			r.sampled.Warn("encode a message to share with the other nodes", "id", envs[i].Message.ID, "err", err)
 			continue
 		}
-		if len(data) > 0 && len(data)+len(b)+1 > limit {
-			r.publishShare(data)
-			data = nil
+		if start > 0 && len(data)+1 > limit {
+			r.publishShare(data[:start])
+			data = data[:copy(data, data[start:])]
 		}
 		// An encoded envelope is JSON without a raw newline.
-		data = append(append(data, b...), '\n')
+		data = append(data, '\n')
 	}
 	if len(data) > 0 {
 		r.publishShare(data)
 	}
+	// PublishMsg copied the data; a buffer grown by a large room's batch
+	// goes to the collector rather than stay pooled.
+	if cap(data) <= maxPooledShare {
+		*buf = data[:0]
+		r.shareBufs.Put(buf)
+	}
 }
+
+// maxPooledShare is the largest share buffer kept for the next commit.
+const maxPooledShare = 1 << 20
 
 // shareHeaderRoom is what a share's subject and header take of NATS's max
 // payload, with room to spare.

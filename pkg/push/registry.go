@@ -85,6 +85,8 @@ type Registry struct {
 	settle settling
 	// follow holds the subscriptions to the leading node's shares.
 	follow follower
+	// shareBufs holds the buffers Share encodes a commit's messages into.
+	shareBufs sync.Pool
 	// health gates Attach: sessions register only while the consumer is
 	// live (see Ready).
 	health health
@@ -116,6 +118,7 @@ func New(cfg Config) (*Registry, error) {
 
 		streamFirst: make(map[string]time.Time),
 		settle:      newSettling(cfg.Settle),
+		shareBufs:   sync.Pool{New: func() any { return new([]byte) }},
 		live:        make(chan struct{}),
 	}
 	if cfg.JS == nil {
