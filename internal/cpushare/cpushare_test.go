@@ -106,3 +106,17 @@ func TestMachineGroupIsStable(t *testing.T) {
 		t.Fatalf("MachineGroup gave %q then %q", a, b)
 	}
 }
+
+// What a count costs: a chatd counts every few seconds.
+func BenchmarkCount(b *testing.B) {
+	s, err := cpushare.Take(testGroup())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		if _, err := s.Count(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
