@@ -16,8 +16,8 @@ package cpushare
 
 import "fmt"
 
-// MaxSeats is how many processes of one group are counted; more share the
-// last seat's count (and take no seat of their own).
+// MaxSeats is how many processes of one group are counted; one more finds
+// no seat (Take's error) and runs without a share.
 const MaxSeats = 64
 
 // Share is the number of Go processors (GOMAXPROCS) each of processes

@@ -63,7 +63,7 @@ func (f *follower) syncLocked(r *Registry) bool {
 	} {
 		s, err := r.cfg.Conn.Subscribe(subject, handle)
 		if err != nil {
-			r.log.Warn("subscribe for settling across nodes; every message goes to the stream", "subject", subject, "err", err)
+			r.log.Warn(subscribeFailed, "subject", subject, "err", err)
 			f.dropLocked()
 			return false
 		}

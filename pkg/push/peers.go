@@ -34,6 +34,10 @@ import (
 // nodeHeader names the node a share or a report comes from.
 const nodeHeader = "Chatd-Node"
 
+// subscribeFailed is the warning for a subscription settling across nodes
+// needs and NATS refused.
+const subscribeFailed = "subscribe for settling across nodes; every message goes to the stream"
+
 // DefaultReportGather is Config.ReportGather's default and its most.
 const DefaultReportGather = 20 * time.Millisecond
 
@@ -278,7 +282,7 @@ func (r *Registry) runPeers(ctx context.Context) {
 	// unsettled: the stream delivers them.
 	reports, err := r.cfg.Conn.Subscribe(r.cfg.SettledPrefix+r.cfg.NodeID, r.onReport)
 	if err != nil {
-		r.log.Warn("subscribe for settling across nodes; every message goes to the stream", "subject", r.cfg.SettledPrefix+r.cfg.NodeID, "err", err)
+		r.log.Warn(subscribeFailed, "subject", r.cfg.SettledPrefix+r.cfg.NodeID, "err", err)
 		return
 	}
 	defer func() { _ = reports.Unsubscribe() }()
