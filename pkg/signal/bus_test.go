@@ -54,19 +54,14 @@ func TestBusCrossesNodes(t *testing.T) {
 		if err := buses[0].Publish(want); err != nil {
 			t.Fatal(err)
 		}
-		for timeout := time.After(50 * time.Millisecond); ; {
-			select {
-			case s := <-got[1]:
-				if !crossed {
-					first, crossed = s, true
-				}
-				continue
-			case <-got[0]:
-				own = true
-				continue
-			case <-timeout:
+		select {
+		case s := <-got[1]:
+			if !crossed {
+				first, crossed = s, true
 			}
-			break
+		case <-got[0]:
+			own = true
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	if first.Kind != want.Kind || first.Chat != want.Chat || first.User != want.User || first.SkipDevice != want.SkipDevice ||
