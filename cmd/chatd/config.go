@@ -32,6 +32,9 @@ type settings struct {
 	// timerSlack is how late the kernel may fire this process's timers
 	// (internal/timerslack); 0 keeps the slack chatd was started with.
 	timerSlack time.Duration
+	// sysmonPoll keeps Go's monitor thread from its deep sleep
+	// (internal/reexec, MonitorGODEBUG).
+	sysmonPoll bool
 	// heapFloor is the heap goal Go's collector is held to at least
 	// (internal/gcfloor); 0 leaves GOGC alone.
 	heapFloor int64
@@ -90,6 +93,9 @@ func declareGeneral(f *envFlags, s *settings) {
 	f.Duration(&s.timerSlack, "timer-slack", "CHATD_TIMER_SLACK", timerslack.DefaultSlack, doc{group: groupGeneral, unset: "the inherited slack",
 		short: "how late the kernel may fire timers",
 		long:  "how late the kernel may fire chatd's timers (Linux timer slack, set by executing chatd again at start), so that it merges their wake-ups: pairs at 2,000 msg/s on one node cost 13% less chatd CPU a message with `1ms`, and a lone message waits up to this much longer (docs/benchmarks-log.md, \"The runtime's monitor thread, and timer slack\"). The managed PostgreSQL inherits it. `0`: keep the slack chatd was started with"})
+	f.Bool(&s.sysmonPoll, "sysmon-poll", "CHATD_SYSMON_POLL", true, doc{group: groupGeneral,
+		short: "Go's monitor thread polls while idle",
+		long:  "keep Go's runtime monitor thread (sysmon) polling, every 10 ms at most, while chatd idles, rather than in its deep sleep, which every wake-up of chatd ends with a system call and 20 µs checks (GODEBUG=schedtrace=2147483647, set by executing chatd again at start; Go has no other setting for it): pairs at 2,000 msg/s cost a three-node cluster on one box a fifth less chatd CPU a message, and one node about 5% (docs/benchmarks-log.md, \"The monitor thread's deep sleep\"). With it, on a machine up for more than 24.8 days, Go writes one line starting `SCHED` to stderr at start and every 24.8 days. Off, or a GODEBUG that sets schedtrace: Go's default"})
 	f.Int64(&s.heapFloor, "heap-floor-bytes", "CHATD_HEAP_FLOOR_BYTES", gcfloor.DefaultFloor, doc{group: groupGeneral,
 		short: "Go heap reached before collecting garbage",
 		long:  "bytes the Go heap may reach before the garbage collector runs: while the live heap is under half of this, GOGC is raised (to 1000 at most) so the collector waits until the heap reaches it (pairs at 4,000 msg/s: 75 against 82 µs of chatd CPU per message, peak RSS 110 against 62 MiB; docs/benchmarks-log.md, \"A floor under the GC's heap goal\"); above that, Go's default GOGC=100. `0`: off. Ignored when the GOGC variable is set"})

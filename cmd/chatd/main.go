@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/internal/gcfloor"
+	"github.com/chatd/chatd/internal/reexec"
 	"github.com/chatd/chatd/internal/timerslack"
 	"github.com/chatd/chatd/pkg/node"
 )
@@ -136,8 +137,9 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 	log := newLogger(&s)
 	s.node.Logger = log
 	// Before anything starts: on success chatd runs again from the top.
-	if err := timerslack.Apply(s.timerSlack); err != nil {
-		log.Warn("could not set the timer slack; chatd runs with the one it was started with, which costs CPU", "timer_slack", s.timerSlack, "err", err)
+	if err := reexec.Apply(reexec.Settings{TimerSlack: s.timerSlack, PollingMonitor: s.sysmonPoll}); err != nil {
+		log.Warn("could not start the runtime with chatd's timer slack and monitor polling; chatd runs as it was started, which costs CPU",
+			"timer_slack", s.timerSlack, "sysmon_poll", s.sysmonPoll, "err", err)
 	}
 	applyMaxProcs(s.maxProcs)
 	floor := heapFloor(s.heapFloor, log)
@@ -161,7 +163,7 @@ which beats the --config file. More on each: docs/architecture.md, "Defaults".
 		return err
 	}
 	log.Info("started", "seconds", time.Since(start).Seconds(), "url", n.URL(), "procs", runtime.GOMAXPROCS(0),
-		"max_connections", s.node.API.HTTP.MaxConnections, "timer_slack", currentSlack(),
+		"max_connections", s.node.API.HTTP.MaxConnections, "timer_slack", currentSlack(), "sysmon_poll", reexec.MonitorPolls(),
 		"token", "chatd token USER --data-dir "+s.node.DataDir)
 	go func() {
 		<-ctx.Done()

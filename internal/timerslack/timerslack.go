@@ -8,8 +8,9 @@
 // thread run up to that much longer, and a thread takes its slack from the
 // thread that created it. The monitor thread is created before any of
 // chatd's code runs, so the only way to give it a slack is to set it and
-// then execute chatd again in the same process: execve keeps the calling
-// thread's slack, and the new runtime's threads inherit it.
+// then execute chatd again in the same process (internal/reexec): execve
+// keeps the calling thread's slack, and the new runtime's threads inherit
+// it.
 package timerslack
 
 import "time"
@@ -18,9 +19,3 @@ import "time"
 // 2,000 msg/s on one node cost 13% less chatd CPU a message, and a lone
 // message's p99 at 20 msg/s rises by about a millisecond.
 const DefaultSlack = time.Millisecond
-
-// marker is set in the environment of the execution that Apply starts, so
-// that it does not start another even where the kernel does not report the
-// slack it was given (it reports none for a real-time thread); Apply clears
-// it again, so that the processes chatd starts do not see it.
-const marker = "CHATD_TIMER_SLACK_APPLIED"

@@ -1,0 +1,138 @@
+package reexec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chatd/chatd/internal/timerslack"
+)
+
+// Apply makes the runtime start with s by executing the program again
+// (/proc/self/exe, with the same arguments and environment, GODEBUG
+// extended), so it must be called before anything worth keeping has
+// started. It returns nil without executing when nothing differs from s,
+// and in the execution it started itself, where it puts GODEBUG back as
+// it was. It returns an error when it could not set the slack or
+// execute, and the process goes on as it was started. Once it has
+// executed, it does not return.
+func Apply(s Settings) error {
+	if prev, again := os.LookupEnv(marker); again {
+		return restore(prev)
+	}
+	godebug := os.Getenv("GODEBUG")
+	addMonitor := s.PollingMonitor && !namesSchedtrace(godebug)
+	// The slack is the calling thread's, and execve keeps only that thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	slackSet, slackErr := setSlack(s.TimerSlack)
+	if !addMonitor && !slackSet {
+		return slackErr
+	}
+	restoreTo := ""
+	if addMonitor {
+		restoreTo = noGODEBUG
+		if godebug != "" {
+			restoreTo = godebug
+		}
+		if err := os.Setenv("GODEBUG", withSetting(godebug, MonitorGODEBUG)); err != nil {
+			return err
+		}
+	}
+	if err := os.Setenv(marker, restoreTo); err != nil {
+		return err
+	}
+	err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
+	_ = restore(restoreTo)
+	if slackErr != nil {
+		return fmt.Errorf("%w; execute chatd again: %w", slackErr, err)
+	}
+	return fmt.Errorf("execute chatd again: %w", err)
+}
+
+// setSlack sets the calling thread's timer slack to want, unless want is 0
+// or the slack already; it reports whether it set it.
+func setSlack(want time.Duration) (bool, error) {
+	if want <= 0 {
+		return false, nil
+	}
+	cur, err := timerslack.Current()
+	if err != nil || cur == want {
+		return false, err
+	}
+	if err := timerslack.Set(want); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// restore clears the marker and puts GODEBUG back as the marker's value
+// says it was.
+func restore(prev string) error {
+	if err := os.Unsetenv(marker); err != nil {
+		return err
+	}
+	switch prev {
+	case "":
+		return nil
+	case noGODEBUG:
+		return os.Unsetenv("GODEBUG")
+	default:
+		return os.Setenv("GODEBUG", prev)
+	}
+}
+
+// MonitorPolls reports whether this process's runtime started with a
+// scheduler trace due (MonitorGODEBUG, or schedtrace set by hand): the
+// GODEBUG of the environment the process was executed with, which
+// /proc/self/environ keeps whatever was set since.
+func MonitorPolls() bool {
+	env, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		return false
+	}
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("GODEBUG=")); ok {
+			n, _ := strconv.Atoi(schedtrace(string(v)))
+			return n > 0
+		}
+	}
+	return false
+}
+
+// namesSchedtrace reports whether godebug sets schedtrace: whoever set it
+// chose the monitor's behaviour.
+func namesSchedtrace(godebug string) bool {
+	_, ok := lookup(godebug, "schedtrace")
+	return ok
+}
+
+// schedtrace is godebug's schedtrace value, "" when unset.
+func schedtrace(godebug string) string {
+	v, _ := lookup(godebug, "schedtrace")
+	return v
+}
+
+// lookup finds key's value in godebug's comma-separated key=value list;
+// the runtime takes the last one set.
+func lookup(godebug, key string) (value string, ok bool) {
+	for field := range strings.SplitSeq(godebug, ",") {
+		if k, v, found := strings.Cut(field, "="); found && k == key {
+			value, ok = v, true
+		}
+	}
+	return value, ok
+}
+
+// withSetting is godebug with setting added.
+func withSetting(godebug, setting string) string {
+	if godebug == "" {
+		return setting
+	}
+	return godebug + "," + setting
+}
