@@ -26,7 +26,9 @@ func Apply(s Settings) error {
 		return restore(prev)
 	}
 	godebug := os.Getenv("GODEBUG")
-	addMonitor := s.PollingMonitor && !namesSchedtrace(godebug)
+	// A schedtrace set by hand is whoever set it choosing the monitor's behaviour.
+	_, traced := lookup(godebug, "schedtrace")
+	addMonitor := s.PollingMonitor && !traced
 	// The slack is the calling thread's, and execve keeps only that thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -98,24 +100,12 @@ func MonitorPolls() bool {
 	}
 	for kv := range bytes.SplitSeq(env, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte("GODEBUG=")); ok {
-			n, _ := strconv.Atoi(schedtrace(string(v)))
+			every, _ := lookup(string(v), "schedtrace")
+			n, _ := strconv.Atoi(every)
 			return n > 0
 		}
 	}
 	return false
-}
-
-// namesSchedtrace reports whether godebug sets schedtrace: whoever set it
-// chose the monitor's behaviour.
-func namesSchedtrace(godebug string) bool {
-	_, ok := lookup(godebug, "schedtrace")
-	return ok
-}
-
-// schedtrace is godebug's schedtrace value, "" when unset.
-func schedtrace(godebug string) string {
-	v, _ := lookup(godebug, "schedtrace")
-	return v
 }
 
 // lookup finds key's value in godebug's comma-separated key=value list;
