@@ -72,21 +72,14 @@ func helper(want string) int {
 	// The runtime creates the monitor thread first, before main runs. The
 	// system calls above woke it; it settles before its sleeps are counted.
 	time.Sleep(idle / 5)
-	before, err := sleeps(tids[1])
-	if err == nil {
-		time.Sleep(idle)
-		var after int
-		after, err = sleeps(tids[1])
-		after -= before
-		before = after
-	}
+	slept, err := sleepsWhileIdle(tids[1])
 	if err != nil {
 		fmt.Println("sleeps:", err)
 		return 1
 	}
 	_, marked := os.LookupEnv(marker)
 	fmt.Printf("pid %d slacks %s marker %v monitor %v switches %d godebug %q\n", os.Getpid(), strings.Join(slacks, ","),
-		marked, MonitorPolls(), before, os.Getenv("GODEBUG"))
+		marked, MonitorPolls(), slept, os.Getenv("GODEBUG"))
 	return 0
 }
 
@@ -108,6 +101,18 @@ func threads() ([]string, error) {
 		out[i] = strconv.Itoa(id)
 	}
 	return out, nil
+}
+
+// sleepsWhileIdle is how many times thread tid slept while the program
+// idled for idle.
+func sleepsWhileIdle(tid string) (int, error) {
+	before, err := sleeps(tid)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(idle)
+	after, err := sleeps(tid)
+	return after - before, err
 }
 
 // sleeps is a thread's voluntary context switches so far.
