@@ -43,6 +43,10 @@ const queueGroup = "commit"
 // nodeHeader names the node a batch comes from.
 const nodeHeader = "Chatd-Node"
 
+// headerRoom is what a batch's subject, reply subject and node header take
+// of NATS's max payload, with room to spare.
+const headerRoom = 1024
+
 // errDeclined: the batch reached its own node, which declined it.
 var errDeclined = errors.New("the batch came back to its own node")
 
@@ -71,7 +75,14 @@ type Config struct {
 	NodeID string
 	// Timeout bounds the wait for the leading node's answer. Zero means
 	// DefaultTimeout.
-	Timeout    time.Duration
+	Timeout time.Duration
+	// Attach, when set, adds to the header of each batch this node
+	// forwards what rides along to the leading node (push's reports), in
+	// at most room bytes; Attached, when set, takes it there, with the
+	// node the batch came from. What rode a batch that went unanswered may
+	// be lost, so it must be something whose loss costs no outcome.
+	Attach     func(h nats.Header, room int)
+	Attached   func(from string, h nats.Header)
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -191,6 +202,9 @@ func (f *Forwarder) forward(ctx context.Context, sends []store.Send) ([]store.Ou
 	m := nats.NewMsg(f.cfg.Subject)
 	m.Data = data
 	m.Header.Set(nodeHeader, f.cfg.NodeID)
+	if f.cfg.Attach != nil {
+		f.cfg.Attach(m.Header, int(f.cfg.Conn.MaxPayload())-len(data)-headerRoom)
+	}
 	msg, err := f.cfg.Conn.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		return nil, err
@@ -250,9 +264,13 @@ func (f *Forwarder) take(msg *nats.Msg) {
 	f.mu.Lock()
 	in := f.ingest
 	f.mu.Unlock()
-	if msg.Header.Get(nodeHeader) == f.cfg.NodeID {
+	from := msg.Header.Get(nodeHeader)
+	if from == f.cfg.NodeID {
 		_ = msg.Respond(nil) // lost: the node commits the batch itself after its timeout
 		return
+	}
+	if f.cfg.Attached != nil {
+		f.cfg.Attached(from, msg.Header)
 	}
 	req, err := decodeRequest(msg.Data)
 	if in == nil || err != nil || len(req.Sends) == 0 {

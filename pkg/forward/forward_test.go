@@ -43,7 +43,8 @@ type node struct {
 	committed []store.Accepted
 }
 
-func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout time.Duration) *node {
+// newNode starts a node; tweaks change its Forwarder's config.
+func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout time.Duration, tweaks ...func(*forward.Config)) *node {
 	t.Helper()
 	st, err := store.Open(context.Background(), dsn, store.Config{Logger: quiet})
 	if err != nil {
@@ -52,7 +53,11 @@ func newNode(t *testing.T, dsn string, ns *embedded.NATS, id string, timeout tim
 	t.Cleanup(st.Close)
 	nc := testnats.Connect(t, ns)
 	n := &node{st: st, nc: nc, reg: prometheus.NewRegistry()}
-	n.fw, err = forward.New(forward.Config{Conn: nc, Subject: subject, Local: st, NodeID: id, Timeout: timeout, Logger: quiet, Registerer: n.reg})
+	cfg := forward.Config{Conn: nc, Subject: subject, Local: st, NodeID: id, Timeout: timeout, Logger: quiet, Registerer: n.reg}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	n.fw, err = forward.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,5 +374,52 @@ func TestUnreadableBatchIsDeclined(t *testing.T) {
 	}
 	if leader.batches("taken") != 0 {
 		t.Fatalf("taken %v, want 0", leader.batches("taken"))
+	}
+}
+
+// What rides a forwarded batch (push's reports of settling across nodes)
+// reaches the leading node with the name of the node that forwarded it,
+// and is offered only the room the batch leaves in a NATS message.
+func TestRidersGoWithTheBatch(t *testing.T) {
+	dsn := testpg.NewDatabase(t)
+	ns := testnats.Start(t)
+	var mu sync.Mutex
+	var rode []string
+	var rooms []int
+	leader := newNode(t, dsn, ns, "n1", forward.DefaultTimeout, func(c *forward.Config) {
+		c.Attached = func(from string, h nats.Header) {
+			mu.Lock()
+			defer mu.Unlock()
+			rode = append(rode, from+": "+h.Get("Test-Rider"))
+		}
+	})
+	follower := newNode(t, dsn, ns, "n2", forward.DefaultTimeout, func(c *forward.Config) {
+		c.Attach = func(h nats.Header, room int) {
+			mu.Lock()
+			defer mu.Unlock()
+			rooms = append(rooms, room)
+			h.Set("Test-Rider", fmt.Sprint("report ", len(rooms)))
+		}
+	})
+	c, err := leader.st.CreateGroupChat(context.Background(), "alice", "t", []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.lead(t)
+	for i, r := range sendAll(t, follower.in, c.ID, "r", 1) {
+		if r.Err != nil {
+			t.Fatalf("send %d: %v", i, r.Err)
+		}
+	}
+	if got := follower.batches("forwarded"); got != 1 {
+		t.Fatalf("the follower forwarded %v batches, want 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(rode) != 1 || rode[0] != "n2: report 1" {
+		t.Fatalf("the leading node took %q along with the batch, want [\"n2: report 1\"]", rode)
+	}
+	if max := int(follower.nc.MaxPayload()); len(rooms) != 1 || rooms[0] <= 0 || rooms[0] >= max-100 {
+		t.Fatalf("the rider was offered %v bytes, want what one send's batch leaves of %d less its headers", rooms, max)
 	}
 }

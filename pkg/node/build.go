@@ -195,8 +195,9 @@ func (n *Node) buildIngest(cfg *Config) error {
 	ic.Store, ic.MaxEnvelopeBytes, ic.OnCommit, ic.Logger, ic.Registerer = n.Store, maxEnvelope, n.onCommit, n.log, n.reg
 	var err error
 	if cfg.Forward == ForwardOn {
+		// The reports of settling across nodes ride the batches (pkg/push's ride.go).
 		n.Forward, err = forward.New(forward.Config{Conn: n.nc, Subject: cfg.forwardSubject(), Local: n.Store,
-			NodeID: n.nodeID, Logger: n.log, Registerer: n.reg})
+			NodeID: n.nodeID, Attach: n.Push.AttachReports, Attached: n.Push.TakeReports, Logger: n.log, Registerer: n.reg})
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func (st *settling) queueSkipped(ids []string) {
 // wakeReporter kicks the reporter when nothing is queued yet: it gathers
 // from the first id on.
 func (st *settling) wakeReporter() {
-	if len(st.reports) > 0 || len(st.skipped) > 0 {
+	if st.queued() {
 		return
 	}
 	select {
@@ -151,9 +151,10 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 	// A batch of a large room's messages, each naming every member, can
 	// outgrow NATS's max payload: it goes in as many messages as it needs
 	// (each envelope alone fits, ingest refuses larger ones).
-	limit := int(r.cfg.Conn.MaxPayload()) - shareHeaderRoom
+	limit := int(r.cfg.Conn.MaxPayload()) - shareHeaderRoom - RiderRoom
 	buf := r.shareBufs.Get().(*[]byte)
 	data := (*buf)[:0]
+	first := true
 	for i := range envs {
 		start := len(data)
 		var err error
@@ -164,14 +165,15 @@ func (r *Registry) Share(envs []chatd.Envelope) {
 			continue
 		}
 		if start > 0 && len(data)+1 > limit {
-			r.publishShare(data[:start])
+			r.publishShare(data[:start], first)
+			first = false
 			data = data[:copy(data, data[start:])]
 		}
 		// An encoded envelope is JSON without a raw newline.
 		data = append(data, '\n')
 	}
 	if len(data) > 0 {
-		r.publishShare(data)
+		r.publishShare(data, first)
 	}
 	// PublishMsg copied the data; a buffer grown by a large room's batch
 	// goes to the collector rather than stay pooled.
@@ -188,8 +190,13 @@ const maxPooledShare = 1 << 20
 // payload, with room to spare.
 const shareHeaderRoom = 1024
 
-func (r *Registry) publishShare(data []byte) {
+// publishShare publishes one piece of a share; the first takes the queued
+// skipped ids along (ride.go).
+func (r *Registry) publishShare(data []byte, first bool) {
 	msg := &nats.Msg{Subject: r.cfg.FastSubject, Header: nats.Header{nodeHeader: []string{r.cfg.NodeID}}, Data: data}
+	if first {
+		r.attachSkipped(msg.Header)
+	}
 	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
 		r.sampled.Warn("share committed messages with the other nodes", "err", err)
 	}
@@ -264,6 +271,7 @@ func (r *Registry) onShared(msg *nats.Msg) {
 		r.metrics.shared.Inc()
 		r.fastPath(&env.Message, env.Recipients, fastShared, origin)
 	}
+	r.skippedRode(origin, msg.Header)
 }
 
 // onReport takes a report sent to this node.
@@ -298,13 +306,38 @@ func (r *Registry) runPeers(ctx context.Context) {
 			return
 		case <-r.settle.kick:
 		}
-		t.Reset(r.cfg.ReportGather)
-		select {
-		case <-ctx.Done():
+		if !r.gather(ctx, t) {
 			return
-		case <-t.C:
 		}
 		r.sendReports()
+	}
+}
+
+// gather waits out the reporter's gathering, from the first id queued; false
+// when ctx ends. A rider that took everything queued (ride.go) ends it early
+// with nothing left to send, and ids queued since then gather afresh.
+func (r *Registry) gather(ctx context.Context, t *time.Timer) bool {
+	t.Reset(r.cfg.ReportGather)
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-r.settle.rode:
+			select {
+			case <-r.settle.kick: // from an id queued after the take: gathered from here
+			default:
+			}
+			r.mu.Lock()
+			queued := r.settle.queued()
+			r.mu.Unlock()
+			if !queued {
+				t.Stop()
+				return true
+			}
+			t.Reset(r.cfg.ReportGather)
+		}
 	}
 }
 

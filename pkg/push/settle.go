@@ -72,8 +72,9 @@ type settling struct {
 	// The reporter sends both.
 	reports map[string][]string
 	skipped []string
-	// kick wakes the reporter when the first report or skipped id is queued.
-	kick chan struct{}
+	// kick wakes the reporter when the first report or skipped id is
+	// queued, and rode when a rider took all that was (ride.go).
+	kick, rode chan struct{}
 	// leading is whether this node's relay leads, with Config.Peers.
 	leading bool
 	// seen are the peers whose heartbeat was live at a listing that found
@@ -117,7 +118,8 @@ type localEntry struct {
 }
 
 func newSettling(on bool) settling {
-	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string), kick: make(chan struct{}, 1),
+	return settling{on: on, local: make(map[string]*localEntry), reports: make(map[string][]string),
+		kick: make(chan struct{}, 1), rode: make(chan struct{}, 1),
 		seen: make(map[string]time.Time), wake: make(chan struct{}, 1)}
 }
 
