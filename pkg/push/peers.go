@@ -98,12 +98,16 @@ func (st *settling) queueSkipped(ids []string) {
 
 // wakeReporter kicks the reporter when nothing is queued yet: it gathers
 // from the first id on.
-func (st *settling) wakeReporter() {
+func (st *settling) wakeReporter() { st.signalEmpty(st.kick) }
+
+// signalEmpty signals on ch, without waiting, while nothing is queued for
+// the reporter.
+func (st *settling) signalEmpty(ch chan struct{}) {
 	if st.queued() {
 		return
 	}
 	select {
-	case st.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -306,24 +310,28 @@ func (r *Registry) runPeers(ctx context.Context) {
 			return
 		case <-r.settle.kick:
 		}
-		if !r.gather(ctx, t) {
+		send, ok := r.gather(ctx, t)
+		if !ok {
 			return
 		}
-		r.sendReports()
+		if send {
+			r.sendReports()
+		}
 	}
 }
 
-// gather waits out the reporter's gathering, from the first id queued; false
-// when ctx ends. A rider that took everything queued (ride.go) ends it early
-// with nothing left to send, and ids queued since then gather afresh.
-func (r *Registry) gather(ctx context.Context, t *time.Timer) bool {
+// gather waits out the reporter's gathering, from the first id queued, and
+// says whether to send; not ok when ctx ends. A rider that took everything
+// queued (ride.go) ends it early with nothing to send, and ids queued since
+// then gather afresh.
+func (r *Registry) gather(ctx context.Context, t *time.Timer) (send, ok bool) {
 	t.Reset(r.cfg.ReportGather)
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-t.C:
-			return true
+			return true, true
 		case <-r.settle.rode:
 			select {
 			case <-r.settle.kick: // from an id queued after the take: gathered from here
@@ -334,7 +342,7 @@ func (r *Registry) gather(ctx context.Context, t *time.Timer) bool {
 			r.mu.Unlock()
 			if !queued {
 				t.Stop()
-				return true
+				return false, true
 			}
 			t.Reset(r.cfg.ReportGather)
 		}
@@ -346,10 +354,12 @@ func (r *Registry) gather(ctx context.Context, t *time.Timer) bool {
 // they kept for a stream delivery that will not come.
 func (r *Registry) sendReports() {
 	r.mu.Lock()
-	reports, skipped := r.settle.reports, r.settle.skipped
-	if len(reports) > 0 {
+	var reports map[string][]string // the queue's own map only once swapped out: it is read unlocked below
+	if len(r.settle.reports) > 0 {
+		reports = r.settle.reports
 		r.settle.reports = make(map[string][]string, len(reports))
 	}
+	skipped := r.settle.skipped
 	r.settle.skipped = nil
 	r.mu.Unlock()
 	for origin, ids := range reports {

@@ -63,9 +63,9 @@ func (r *Registry) AttachReports(h nats.Header, room int) {
 	st.tookQueued()
 }
 
-// TakeReports applies the reports that rode a batch node from forwarded
-// to this node (pkg/forward's Config.Attached). Reports to another node,
-// sent before the lead moved here, are dropped: their messages are
+// TakeReports applies the reports that rode a batch forwarded by the node
+// from to this one (pkg/forward's Config.Attached). Reports meant for another
+// node, queued before the lead moved here, are dropped: their messages are
 // published after the settle wait, as for a lost report.
 func (r *Registry) TakeReports(from string, h nats.Header) {
 	values := h.Values(reportsHeader)
@@ -126,15 +126,7 @@ func fitting(ids []string, room int) int {
 
 // tookQueued tells the reporter, when a rider took everything queued, that
 // its gathering has nothing left to send.
-func (st *settling) tookQueued() {
-	if st.queued() {
-		return
-	}
-	select {
-	case st.rode <- struct{}{}:
-	default:
-	}
-}
+func (st *settling) tookQueued() { st.signalEmpty(st.rode) }
 
 // queued reports whether a report or a skipped id waits for sending.
 func (st *settling) queued() bool { return len(st.reports) > 0 || len(st.skipped) > 0 }
