@@ -18,7 +18,7 @@ import (
 func TestReportsAndSkippedIDsRide(t *testing.T) {
 	e := mustEnv(t)
 	nc := e.js.Conn()
-	const gather = 200 * time.Millisecond
+	const gather = 500 * time.Millisecond // far longer than the test takes between queueing an id and its ride
 	peers := func(c *push.Config) {
 		c.Lease = 10 * time.Second
 		c.Settle, c.Peers, c.Conn = true, true, nc
@@ -66,7 +66,7 @@ func TestReportsAndSkippedIDsRide(t *testing.T) {
 		return local == 0 && fast == 0
 	})
 	testwait.For(t, 10*time.Second, "b reports the second message, which no batch took, on its own", func() bool { return reports.ids() == 1 })
-	time.Sleep(3 * gather) // time for a message the riders should have made needless
+	time.Sleep(2 * gather) // time for a message the riders should have made needless
 	if n := reports.msgs(); n != 1 {
 		t.Fatalf("b sent %d reports on their own, want 1: the first rode a forwarded batch", n)
 	}
