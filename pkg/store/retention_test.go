@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,5 +64,41 @@ func TestHistoryRowWithOutboxRowCannotBeDeleted(t *testing.T) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {
 		t.Fatalf("delete history with its outbox row: got %v, want a foreign key violation (23503)", err)
+	}
+}
+
+// Nodes started together prune together: two stores deleting the same old
+// history at once both finish without an error (neither deadlocks on the
+// other's rows), and nothing past its retention is left.
+func TestConcurrentPrunesFinish(t *testing.T) {
+	s, dsn := mustOpen(t)
+	other := mustOpenDSN(t, dsn)
+	ctx := context.Background()
+	c := mustGroup(t, s, "alice", "bob")
+	now := time.Now()
+	const rows = 12_000 // three chunks and more
+	for round := range 3 {
+		if _, err := s.Pool().Exec(ctx, `
+			insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at)
+			select 'm' || $2::int || '-' || g, $1, $2::int * $3::int + g, 'alice', 'd', 'c' || $2::int || '-' || g, 'old', $4::timestamptz
+			from generate_series(1, $3::int) g`, c.ID, round, rows, now.Add(-30*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var pruned [2]int64
+		var errs [2]error
+		for i, st := range []*store.Store{s, other} {
+			wg.Go(func() { pruned[i], errs[i] = st.PruneHistory(ctx, 7*24*time.Hour, now) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: prune %d: %v", round, i, err)
+			}
+		}
+		t.Logf("round %d: the two prunes deleted %d and %d", round, pruned[0], pruned[1])
+		if left := count(t, s, `select count(*) from history`); left != 0 || pruned[0]+pruned[1] != rows {
+			t.Fatalf("round %d: the two prunes deleted %d and %d of %d, %d left", round, pruned[0], pruned[1], rows, left)
+		}
 	}
 }
