@@ -40,10 +40,12 @@ type Settings struct {
 const MonitorGODEBUG = "schedtrace=2147483647"
 
 // marker is set in the environment of the execution Apply starts, so that
-// it does not start another; its value is the GODEBUG the process was
-// started with ("-" for none) when Apply added MonitorGODEBUG, which the
-// new execution puts back so that the processes chatd starts do not
-// inherit the setting.
+// it does not start another. Its value is the process id, a colon, and
+// the GODEBUG the process was started with ("-" for none) when Apply added
+// MonitorGODEBUG, which the new execution puts back so that the processes
+// chatd starts do not inherit the setting. execve keeps the process id, so
+// a marker with another one (copied from a running chatd's environment,
+// or set by hand) is not this process's own and is dropped.
 const marker = "CHATD_REEXEC"
 
 // noGODEBUG is marker's value for a start without GODEBUG.

@@ -22,8 +22,13 @@ import (
 // execute, and the process goes on as it was started. Once it has
 // executed, it does not return.
 func Apply(s Settings) error {
-	if prev, again := os.LookupEnv(marker); again {
-		return restore(prev)
+	if v, marked := os.LookupEnv(marker); marked {
+		if prev, own := markedBy(v, os.Getpid()); own {
+			return restore(prev)
+		}
+		if err := os.Unsetenv(marker); err != nil {
+			return err
+		}
 	}
 	godebug := os.Getenv("GODEBUG")
 	// A schedtrace set by hand is whoever set it choosing the monitor's behaviour.
@@ -46,7 +51,7 @@ func Apply(s Settings) error {
 			return err
 		}
 	}
-	if err := os.Setenv(marker, restoreTo); err != nil {
+	if err := os.Setenv(marker, strconv.Itoa(os.Getpid())+":"+restoreTo); err != nil {
 		return err
 	}
 	err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
@@ -71,6 +76,13 @@ func setSlack(want time.Duration) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// markedBy reads a marker's value: the GODEBUG to put back, and whether
+// process pid set it.
+func markedBy(value string, pid int) (prev string, own bool) {
+	id, prev, ok := strings.Cut(value, ":")
+	return prev, ok && id == strconv.Itoa(pid)
 }
 
 // restore clears the marker and puts GODEBUG back as the marker's value

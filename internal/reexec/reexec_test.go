@@ -228,3 +228,18 @@ func TestSchedtraceSetByHandKept(t *testing.T) {
 		t.Fatalf("with GODEBUG=schedtrace=0 the program's runtime polls %v, GODEBUG %q; want no polling and GODEBUG as it was", r.polls, r.godebug)
 	}
 }
+
+// A marker that is not the process's own (copied from a running chatd's
+// environment, whose /proc/PID/environ keeps it, or set by hand) does not
+// stand for an execution already made: the program still starts with its
+// settings.
+func TestForeignMarkerIgnored(t *testing.T) {
+	t.Setenv("GODEBUG", "")
+	for _, v := range []string{"-", "1:-", ""} {
+		r := runHelper(t, "0s,poll", marker+"="+v)
+		if !r.polls || r.godebug != "" {
+			t.Fatalf("with %s=%q the program's runtime polls %v, GODEBUG %q; want %s at its start and GODEBUG unset after",
+				marker, v, r.polls, r.godebug, MonitorGODEBUG)
+		}
+	}
+}
