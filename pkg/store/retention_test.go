@@ -76,7 +76,7 @@ func TestConcurrentPrunesFinish(t *testing.T) {
 	ctx := context.Background()
 	c := mustGroup(t, s, "alice", "bob")
 	now := time.Now()
-	const rows = 12_000 // three chunks and more
+	const rows = 12_000 // more than two of PruneHistory's chunks of 5,000
 	for round := range 3 {
 		if _, err := s.Pool().Exec(ctx, `
 			insert into history (msg_id, chat_id, seq, sender, device, cid, body, created_at)
