@@ -45,13 +45,13 @@ func (r *Registry) AttachReports(h nats.Header, room int) {
 		return
 	}
 	for origin, ids := range st.reports {
-		// The header line's name, ": ", CRLF, and the origin before the ids.
-		n := fitting(ids, room-len(reportsHeader)-4-len(origin)-1)
+		// The header line, and the origin and a space before the ids.
+		n := fitting(ids, room-headerLine(reportsHeader)-len(origin)-1)
 		if n == 0 {
 			continue
 		}
 		value := origin + " " + strings.Join(ids[:n], " ")
-		room -= len(reportsHeader) + 4 + len(value)
+		room -= headerLine(reportsHeader) + len(value)
 		h.Add(reportsHeader, value)
 		r.metrics.reports.Add(float64(n))
 		if n == len(ids) {
@@ -88,7 +88,7 @@ func (r *Registry) attachSkipped(h nats.Header) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := &r.settle
-	n := fitting(st.skipped, RiderRoom-len(skippedHeader)-4)
+	n := fitting(st.skipped, RiderRoom-headerLine(skippedHeader))
 	if n == 0 {
 		return
 	}
@@ -110,6 +110,10 @@ func (r *Registry) skippedRode(origin string, h nats.Header) {
 	defer r.mu.Unlock()
 	r.settle.skippedBy(origin, strings.Fields(v))
 }
+
+// headerLine is what a header line takes besides its value: the name,
+// ": " and CRLF.
+func headerLine(name string) int { return len(name) + len(": \r\n") }
 
 // fitting is how many of ids, joined by spaces, fit room bytes.
 func fitting(ids []string, room int) int {
