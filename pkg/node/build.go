@@ -21,6 +21,7 @@ import (
 	"github.com/chatd/chatd/pkg/stream"
 	"github.com/chatd/chatd/pkg/webhook"
 	"github.com/chatd/chatd/web"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // streamHeaderRoom is what a stream message's headers may take of NATS's max
@@ -35,7 +36,11 @@ func (n *Node) build(ctx context.Context, secret []byte) error {
 	cfg := &n.cfg
 	sc := cfg.Stream
 	sc.SubjectPrefix = cfg.streamSubjects()
-	str, err := stream.Ensure(ctx, n.js, sc)
+	var str jetstream.Stream
+	err := n.untilJetStream(ctx, "delivery stream", func(ctx context.Context) (err error) {
+		str, err = stream.Ensure(ctx, n.js, sc)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -114,7 +119,7 @@ func (n *Node) buildNotify(ctx context.Context, cfg *Config) error {
 	if n.Notifier, n.Recorder, err = notify.New(nc); err != nil {
 		return err
 	}
-	return n.Notifier.EnsureStream(ctx)
+	return n.untilJetStream(ctx, "notification stream", n.Notifier.EnsureStream)
 }
 
 // buildChanges makes the chat changes publisher and its stream when an
@@ -129,7 +134,7 @@ func (n *Node) buildChanges(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	return n.Changes.EnsureStream(ctx)
+	return n.untilJetStream(ctx, "changes stream", n.Changes.EnsureStream)
 }
 
 // buildDelivery wires push and the relay: settle says whether the node
