@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,7 +73,10 @@ type session struct {
 	raw  syscall.RawConn // conn's socket, for writes that never wait; nil: none
 	id   Identity
 
-	out  *outQueue
+	out *outQueue
+	// owed is set when Deliver took the writer role for push, whose Flush
+	// then writes (push writes only after releasing its lock).
+	owed atomic.Bool
 	stop chan struct{} // closed once the close code is chosen
 
 	pingMu    sync.Mutex
@@ -159,11 +163,22 @@ func (s *session) Deliver(m *push.Outgoing) bool {
 	if s.closed() {
 		return false
 	}
-	if !s.enqueue(outFrame{msg: m, kind: "msg"}) {
-		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
-		return false
+	ok, start := s.out.push(outFrame{msg: m, kind: "msg"})
+	if start {
+		s.owed.Store(true)
 	}
-	return true
+	if !ok {
+		s.g.metrics.queueFull.WithLabelValues("msg").Inc()
+	}
+	return ok
+}
+
+// Flush writes what Deliver queued when Deliver took the writer role for it
+// (push.Conn); a writer already at work writes it otherwise.
+func (s *session) Flush() {
+	if s.owed.Swap(false) {
+		s.writeNow()
+	}
 }
 
 // Close ends the session with the close code of reason (push.Conn). It does

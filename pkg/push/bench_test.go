@@ -32,6 +32,7 @@ func (c *ackingConn) Deliver(m *push.Outgoing) bool {
 		return false
 	}
 }
+func (c *ackingConn) Flush()            {}
 func (c *ackingConn) Close(push.Reason) {}
 func (c *ackingConn) UserPresent(bool)  {}
 

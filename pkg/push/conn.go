@@ -56,12 +56,17 @@ type Conn interface {
 	// User and Device identify the session; they never change.
 	User() string
 	Device() string
-	// Deliver queues a `msg` frame of m without blocking; m is shared with
-	// the message's other recipients and must not be changed. It returns
-	// false when the connection's outbound queue is full or the connection is
-	// closing; push then treats the message as not delivered (its lease
-	// still runs).
+	// Deliver queues a `msg` frame of m without blocking or writing; m is
+	// shared with the message's other recipients and must not be changed.
+	// It returns false when the connection's outbound queue is full or the
+	// connection is closing; push then treats the message as not delivered
+	// (its lease still runs). Push calls it under the registry's lock.
 	Deliver(m *Outgoing) bool
+	// Flush writes what Deliver queued, or leaves it to a writer already
+	// at work. Push calls it after releasing the registry's lock, once for
+	// each frame Deliver took, so the socket writes of a fan-out hold
+	// nothing else up. It must not block.
+	Flush()
 	// Close ends the connection with the close code that reason maps to.
 	// It must not block and may be called more than once.
 	Close(reason Reason)

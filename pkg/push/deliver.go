@@ -40,7 +40,7 @@ const (
 func (r *Registry) fastPath(m *chatd.Message, recipients []string, mode fastMode, origin string) {
 	now := r.cfg.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if _, ok := r.deliveries[m.ID]; ok {
 		return // the stream delivery overtook the fast path
 	}
@@ -81,7 +81,7 @@ func (r *Registry) fastPath(m *chatd.Message, recipients []string, mode fastMode
 			// Remember only frames that went out: if the socket's queue was
 			// full, the stream delivery sends the frame instead of waiting a
 			// whole lease for an ack that cannot come.
-			if s.conn.Deliver(out) {
+			if r.handLocked(s, out) {
 				s.fast[m.ID] = fastEntry{at: now, m: &out.Message, counted: account}
 				s.inflight++
 				if account {
@@ -146,7 +146,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 	seq := meta.Sequence.Stream
 	now := r.cfg.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	d := r.deliveries[env.Message.ID]
 	switch {
 	case d != nil && d.seq != seq:
@@ -160,7 +160,7 @@ func (r *Registry) deliver(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 			if held {
 				continue // not sent yet: its frame goes out when released
 			}
-			if s.conn.Deliver(&d.m) {
+			if r.handLocked(s, &d.m) {
 				r.metrics.framesRedelivery.Inc()
 				r.metrics.redeliveries.Inc()
 			}
@@ -239,7 +239,7 @@ func (r *Registry) Ack(c Conn, ids []string) {
 	r.mu.Lock()
 	s := r.currentLocked(c)
 	if s == nil {
-		r.mu.Unlock()
+		r.unlock()
 		return
 	}
 	for _, id := range ids {
@@ -270,7 +270,7 @@ func (r *Registry) Ack(c Conn, ids []string) {
 		}
 	}
 	r.releaseLocked(s)
-	r.mu.Unlock()
+	r.unlock()
 	r.metrics.acks.Add(float64(len(ids)))
 	for _, m := range acked {
 		r.cfg.Acked(c.User(), m.Chat, m.Seq)
@@ -304,7 +304,7 @@ func (r *Registry) expired(msg jetstream.Msg, meta *jetstream.MsgMetadata, env *
 			victims = append(victims, s.conn)
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	for _, c := range victims {
 		r.Withdraw(c, ReasonAbandoned)
 	}

@@ -49,7 +49,7 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 	// lead, and outside r.mu like PeerAlive.
 	r.mu.Lock()
 	gather := r.cfg.PeerLapsed != nil && !r.settle.seeded
-	r.mu.Unlock()
+	r.unlock()
 	listed := make(map[string]bool, len(peers))
 	var lapsedAt map[string]time.Time
 	var dead []string
@@ -99,7 +99,7 @@ func (r *Registry) fenceDead(ctx context.Context, str jetstream.Stream, peers []
 			dead = append(dead, p)
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if len(dead) == 0 {
 		return peers
 	}
@@ -120,7 +120,7 @@ func (r *Registry) fence(ctx context.Context, str jetstream.Stream, p string) bo
 	}
 	r.mu.Lock()
 	delete(r.settle.seen, p)
-	r.mu.Unlock()
+	r.unlock()
 	r.metrics.fenced.Inc()
 	r.log.Warn("node's presence heartbeat lapsed: deleted its consumer, so the other nodes settle without its reports; if it is alive it withdraws its sessions and makes a new one",
 		"peer", p, "consumer", ConsumerName(p))

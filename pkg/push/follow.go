@@ -49,7 +49,7 @@ func (f *follower) sync(r *Registry) {
 func (f *follower) syncLocked(r *Registry) bool {
 	r.mu.Lock()
 	leading := r.settle.leading
-	r.mu.Unlock()
+	r.unlock()
 	if leading {
 		f.dropLocked()
 		return true

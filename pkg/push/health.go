@@ -40,7 +40,7 @@ const (
 // WebSocket gateway call it on every request.
 func (r *Registry) Ready() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.readyLocked()
 }
 
@@ -70,7 +70,7 @@ func (r *Registry) setLive() {
 	default:
 		close(r.live)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if was != healthLive {
 		r.log.Info("consumer live; accepting sessions")
 	}
@@ -90,7 +90,7 @@ func (r *Registry) unreachable(err error) {
 		r.health = healthCutOff
 	}
 	since := r.unreachableSince
-	r.mu.Unlock()
+	r.unlock()
 	if !cut {
 		r.log.Debug("consumer check failed", "err", err, "since", since)
 		return
@@ -107,7 +107,7 @@ func (r *Registry) unreachable(err error) {
 func (r *Registry) lose() {
 	r.mu.Lock()
 	r.health = healthStarting
-	r.mu.Unlock()
+	r.unlock()
 	r.withdrawAll(ReasonResync)
 	r.forgetDeliveries()
 }
@@ -118,7 +118,7 @@ func (r *Registry) forgetDeliveries() {
 	r.mu.Lock()
 	clear(r.deliveries)
 	clear(r.finals)
-	r.mu.Unlock()
+	r.unlock()
 }
 
 // withdrawAll withdraws and closes every registered session. The caller

@@ -25,9 +25,12 @@ import (
 type recConn struct {
 	user, device string
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// queued is what Deliver took and no Flush has written yet; got, outs
+	// and at are what Flush wrote, as a socket would have it.
+	queued  []*push.Outgoing
 	got     []chatd.Message
-	outs    []*push.Outgoing // what Deliver was handed, as handed
+	outs    []*push.Outgoing
 	at      []time.Time
 	closed  push.Reason
 	closeAt time.Time
@@ -43,10 +46,28 @@ func (c *recConn) Deliver(m *push.Outgoing) bool {
 	if c.closed != 0 {
 		return false
 	}
-	c.got = append(c.got, m.Message)
-	c.outs = append(c.outs, m)
-	c.at = append(c.at, time.Now())
+	c.queued = append(c.queued, m)
 	return true
+}
+
+// Flush writes what Deliver queued, as a session's socket write does.
+func (c *recConn) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, m := range c.queued {
+		c.got = append(c.got, m.Message)
+		c.outs = append(c.outs, m)
+		c.at = append(c.at, now)
+	}
+	c.queued = c.queued[:0]
+}
+
+// unflushed is how many frames Deliver took that no Flush wrote.
+func (c *recConn) unflushed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queued)
 }
 func (c *recConn) Close(r push.Reason) {
 	c.mu.Lock()

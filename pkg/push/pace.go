@@ -41,7 +41,7 @@ func (r *Registry) sendLocked(s *session, d *delivery) bool {
 	d.waiting[s] = false
 	s.pending[d.seq] = d
 	s.inflight++
-	return s.conn.Deliver(&d.m)
+	return r.handLocked(s, &d.m)
 }
 
 // doneLocked removes d from s's pending set (an ack), freeing s's budget.

@@ -218,7 +218,7 @@ func (r *Registry) Lead(leading bool) {
 		r.settle.unproven()
 		r.metrics.alone.Set(0)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.follow.sync(r)
 }
 
@@ -229,7 +229,7 @@ func (r *Registry) lists() bool {
 		return true
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.settle.leading
 }
 
@@ -238,7 +238,7 @@ func (r *Registry) lists() bool {
 func (r *Registry) onSkipped(msg *nats.Msg) {
 	if origin, ids, ok := r.fromPeer(msg); ok {
 		r.mu.Lock()
-		defer r.mu.Unlock()
+		defer r.unlock()
 		r.settle.skippedBy(origin, ids)
 	}
 }
@@ -282,7 +282,7 @@ func (r *Registry) onShared(msg *nats.Msg) {
 func (r *Registry) onReport(msg *nats.Msg) {
 	if peer, ids, ok := r.fromPeer(msg); ok {
 		r.mu.Lock()
-		defer r.mu.Unlock()
+		defer r.unlock()
 		r.settle.reported(peer, ids)
 	}
 }
@@ -339,7 +339,7 @@ func (r *Registry) gather(ctx context.Context, t *time.Timer) (send, ok bool) {
 			}
 			r.mu.Lock()
 			queued := r.settle.queued()
-			r.mu.Unlock()
+			r.unlock()
 			if !queued {
 				t.Stop()
 				return false, true
@@ -361,7 +361,7 @@ func (r *Registry) sendReports() {
 	}
 	skipped := r.settle.skipped
 	r.settle.skipped = nil
-	r.mu.Unlock()
+	r.unlock()
 	for origin, ids := range reports {
 		if err := r.publishIDs(r.cfg.SettledPrefix+origin, ids); err != nil {
 			r.sampled.Warn("report settled messages", "peer", origin, "err", err)

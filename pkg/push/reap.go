@@ -44,7 +44,7 @@ func (r *Registry) Reap() {
 		}
 		r.releaseLocked(s)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	for _, c := range victims {
 		r.Withdraw(c, ReasonAbandoned)
 	}

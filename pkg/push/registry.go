@@ -75,6 +75,9 @@ type Registry struct {
 	byUser     map[string][]*session
 	deliveries map[string]*delivery // by message id
 	finals     map[*delivery]struct{}
+	// unwritten are the connections handed frames since the lock was
+	// taken; unlock writes them (handoff.go).
+	unwritten []Conn
 	// streamFirst remembers messages whose stream delivery reached a local
 	// recipient before the fast path did (the relay can be woken by the
 	// commit's NOTIFY before ingest runs the fast path). The fast path then
@@ -136,7 +139,7 @@ func New(cfg Config) (*Registry, error) {
 
 func (r *Registry) settleAccounts() float64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return float64(len(r.settle.local))
 }
 
@@ -151,7 +154,7 @@ func (r *Registry) Attach(c Conn) error {
 	key := sessionKey{c.User(), c.Device()}
 	r.mu.Lock()
 	if err := r.readyLocked(); err != nil {
-		r.mu.Unlock()
+		r.unlock()
 		return err
 	}
 	old := r.sessions[key]
@@ -165,7 +168,7 @@ func (r *Registry) Attach(c Conn) error {
 	if len(r.byUser[key.user]) == 1 && old == nil {
 		c.UserPresent(true)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.metrics.connections.Inc()
 	r.ackAll(acks)
 	if old != nil {
@@ -185,7 +188,7 @@ func (r *Registry) Detach(c Conn) {
 	if s != nil {
 		acks = r.leaveLocked(s)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.ackAll(acks)
 }
 
@@ -200,7 +203,7 @@ func (r *Registry) Withdraw(c Conn, reason Reason) bool {
 	if s != nil {
 		acks = r.leaveLocked(s)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if s == nil {
 		return false
 	}
@@ -300,7 +303,7 @@ type Pin struct {
 // reclaim's floor and the admin view.
 func (r *Registry) Pins() []Pin {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	var pins []Pin
 	for key, s := range r.sessions {
 		if seq, ok := s.pending.pin(); ok {
@@ -314,7 +317,7 @@ func (r *Registry) Pins() []Pin {
 // listed, user by user, under one hold of the lock every delivery takes.
 func (r *Registry) Conns(users ...string) []Conn {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	var out []Conn
 	for _, user := range users {
 		for _, s := range r.byUser[user] {
@@ -327,7 +330,7 @@ func (r *Registry) Conns(users ...string) []Conn {
 // AllConns returns every registered connection.
 func (r *Registry) AllConns() []Conn {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	out := make([]Conn, 0, len(r.sessions))
 	for _, s := range r.sessions {
 		out = append(out, s.conn)
@@ -338,7 +341,7 @@ func (r *Registry) AllConns() []Conn {
 // Connections returns how many sessions are registered.
 func (r *Registry) Connections() int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return len(r.sessions)
 }
 

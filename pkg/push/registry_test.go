@@ -136,6 +136,7 @@ type loggedConn struct {
 func (c *loggedConn) User() string                { return c.user }
 func (c *loggedConn) Device() string              { return c.device }
 func (c *loggedConn) Deliver(*push.Outgoing) bool { return true }
+func (c *loggedConn) Flush()                      {}
 func (c *loggedConn) Close(push.Reason)           {}
 func (c *loggedConn) UserPresent(present bool) {
 	c.log.mu.Lock()

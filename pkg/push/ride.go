@@ -39,7 +39,7 @@ func (r *Registry) AttachReports(h nats.Header, room int) {
 	}
 	room = min(room, RiderRoom)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	st := &r.settle
 	if len(st.reports) == 0 {
 		return
@@ -73,7 +73,7 @@ func (r *Registry) TakeReports(from string, h nats.Header) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	for _, v := range values {
 		origin, ids, _ := strings.Cut(v, " ")
 		if origin == r.cfg.NodeID {
@@ -86,7 +86,7 @@ func (r *Registry) TakeReports(from string, h nats.Header) {
 // fit RiderRoom.
 func (r *Registry) attachSkipped(h nats.Header) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	st := &r.settle
 	n := fitting(st.skipped, RiderRoom-headerLine(skippedHeader))
 	if n == 0 {
@@ -107,7 +107,7 @@ func (r *Registry) skippedRode(origin string, h nats.Header) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.settle.skippedBy(origin, strings.Fields(v))
 }
 

@@ -36,7 +36,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	defer func() {
 		r.mu.Lock()
 		r.health = healthStarting // a stopped consumer feeds nobody
-		r.mu.Unlock()
+		r.unlock()
 	}()
 	// Run returns only once ctx ended, which ends these too.
 	var helpers sync.WaitGroup

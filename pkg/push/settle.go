@@ -264,7 +264,7 @@ func (st *settling) drop(id string) *localEntry {
 // without this check. Implements stream.Settler.
 func (r *Registry) Settled(id string) (settled, taken bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	settled = r.settle.settled(id)
 	return settled, settled && r.settle.taken(id)
 }
@@ -319,7 +319,7 @@ func (r *Registry) watchAlone(ctx context.Context) {
 // for the fast path to wake it.
 func (r *Registry) doze() bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.settle.dozing = r.settle.own == 0
 	return r.settle.dozing
 }
@@ -351,7 +351,7 @@ func (r *Registry) checkAlone(ctx context.Context, str jetstream.Stream) jetstre
 	notAlone := len(others) > 0
 	r.mu.Lock()
 	changed := r.settle.listed(began, notAlone, peers)
-	r.mu.Unlock()
+	r.unlock()
 	switch {
 	case notAlone && changed:
 		r.metrics.alone.Set(0)
@@ -448,7 +448,7 @@ func subjectMatches(filter, subject string) bool {
 // frame nor waits for an ack that already came. Implements stream.Settler.
 func (r *Registry) Forget(skipped, published []string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.settle.forget(skipped, published)
 	if !r.cfg.Peers || len(skipped) == 0 {
 		return
