@@ -41,7 +41,7 @@ func (n *Node) untilJetStream(ctx context.Context, what string, set func(context
 			return err
 		}
 		if time.Now().Add(retry).After(give) {
-			return fmt.Errorf("%w (JetStream was not ready for %v: check that the NATS servers run, reach each other and have JetStream on, and that there are as many as --stream-replicas)", err, jetStreamWait)
+			return fmt.Errorf("%w (JetStream was not ready for %v: check that the NATS servers run, reach each other and have JetStream on, and that there are at least --stream-replicas of them)", err, jetStreamWait)
 		}
 		n.log.Warn("JetStream is not ready; trying again", "step", what, "in", retry, "err", err)
 		select {
