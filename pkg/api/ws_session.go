@@ -77,7 +77,10 @@ type session struct {
 	// owed is set when Deliver took the writer role for push, whose Flush
 	// then writes (push writes only after releasing its lock).
 	owed atomic.Bool
-	stop chan struct{} // closed once the close code is chosen
+	// stopped is set once the close code is chosen. A flag in the session,
+	// not a closed channel: every delivery and frame asks, and a 2,000-member
+	// room's channels missed the cache on each receive.
+	stopped atomic.Bool
 
 	pingMu    sync.Mutex
 	pinger    *time.Timer // guarded by pingMu
@@ -119,7 +122,6 @@ func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
 		raw:    rawConnOf(conn.NetConn()),
 		id:     id,
 		out:    newOutQueue(g.cfg.OutboundQueue, g.cfg.answerRoom()),
-		stop:   make(chan struct{}),
 		limits: newConnLimits(g.cfg.limitsFor(id)),
 		abuse:  newAbuseStreak(g.cfg),
 	}
@@ -202,7 +204,7 @@ func (s *session) closeWith(code wire.CloseCode, reason string) bool {
 		if code == wire.CloseRate || code == wire.CloseProtocol {
 			s.g.penalties.punish(s.id.User, s.g.cfg.Now())
 		}
-		close(s.stop)
+		s.stopped.Store(true)
 		// Inside the Once: a concurrent closeWith returns only after the
 		// writer that sends the close frame is counted.
 		if s.out.close() {
@@ -212,14 +214,7 @@ func (s *session) closeWith(code wire.CloseCode, reason string) bool {
 	return chose
 }
 
-func (s *session) closed() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (s *session) closed() bool { return s.stopped.Load() }
 
 // send queues an encoded control frame (accepted, rejected, pong). These
 // must not be lost silently: a client would wait forever for its answer. So
