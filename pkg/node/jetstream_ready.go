@@ -24,10 +24,14 @@ const (
 	jetStreamRetryMax   = 4 * time.Second
 )
 
-// notReadyCodes are the JetStream API errors of a cluster still forming:
-// no placement for the replicas yet, no metadata leader, a server that
-// cannot answer for the cluster, or peers whose resources it has not heard.
-var notReadyCodes = [...]jetstream.ErrorCode{10005, 10008, 10009, 10023}
+// The JetStream API errors of a cluster still forming (the client library
+// names none of them).
+const (
+	noPeersForPlacement   jetstream.ErrorCode = 10005 // replicas not placeable yet
+	clusterNotAvailable   jetstream.ErrorCode = 10008 // no metadata leader
+	clusterCannotHandle   jetstream.ErrorCode = 10009 // a server that cannot answer for the cluster
+	insufficientResources jetstream.ErrorCode = 10023 // peers whose resources it has not heard
+)
 
 // untilJetStream runs set, the set-up step named what, again while it fails
 // because JetStream is not ready yet, warning each time, until it succeeds,
@@ -67,10 +71,9 @@ func jetStreamNotReady(ctx context.Context, err error) bool {
 	if !errors.As(err, &api) {
 		return false
 	}
-	for _, code := range notReadyCodes {
-		if api.ErrorCode == code {
-			return true
-		}
+	switch api.ErrorCode {
+	case noPeersForPlacement, clusterNotAvailable, clusterCannotHandle, insufficientResources:
+		return true
 	}
 	return false
 }
