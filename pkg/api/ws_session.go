@@ -77,9 +77,8 @@ type session struct {
 	// owed is set when Deliver took the writer role for push, whose Flush
 	// then writes (push writes only after releasing its lock).
 	owed atomic.Bool
-	// stopped is set once the close code is chosen. A flag in the session,
-	// not a closed channel: every delivery and frame asks, and a 2,000-member
-	// room's channels missed the cache on each receive.
+	// stopped is set once the close code is chosen: a flag, since nothing
+	// waits for it and every delivery and frame asks.
 	stopped atomic.Bool
 
 	pingMu    sync.Mutex
