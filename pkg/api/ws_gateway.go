@@ -32,6 +32,9 @@ type gateway struct {
 	// frameBuffers lends the session writers their buffer for one write of
 	// data frames (ws_write.go).
 	frameBuffers sync.Pool
+	// readBuffers lends the session readers their buffer for one read of
+	// the socket (ws_read_socket.go): a session waiting for bytes holds none.
+	readBuffers sync.Pool
 
 	// penalties keeps users out for a while after an abuse close
 	// (ws_penalty.go).
@@ -109,21 +112,21 @@ func (g *gateway) originAllowed(origin, host string) bool {
 // socket, ~1 KiB per idle connection for values no session reads. The
 // origin was checked in preUpgrade (where a refusal can be a clear 403),
 // hence any origin here. Compression stays off: frames are small and
-// per-message deflate costs memory per connection. The read limit is
-// enforced by the session itself (see readFrame) because the library's
-// limit answers with 1009, not the contract's 4400.
+// per-message deflate costs memory per connection. The session reads
+// frames itself (frameParser), and closes one over the read limit with the
+// contract's 4400.
 func (g *gateway) upgrade() fiber.Handler {
 	up := websocket.FastHTTPUpgrader{
 		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: false,
 
-		// Small read buffer, kept by every idle connection: a typical
-		// client frame (a send of a short message) fits in one read, and
-		// larger ones read through it (bufio reads past it straight into
-		// the frame's buffer). Data frames are written by the session
+		// The library's reader is not used: the session parses the
+		// frames it reads from the socket itself (ws_frames.go). Its
+		// buffer, which the library allocates anyway, is the smallest
+		// the library takes. Data frames are written by the session
 		// (ws_write.go) from buffers lent for one write; an idle
 		// connection holds no write buffer.
-		ReadBufferSize:  256,
+		ReadBufferSize:  1,
 		WriteBufferSize: 4096,
 		WriteBufferPool: &g.writeBuffers,
 	}

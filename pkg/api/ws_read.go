@@ -3,21 +3,13 @@ package api
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"slices"
+	"strings"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
 	"github.com/fasthttp/websocket"
 )
-
-// errFrameTooLarge: a client frame over max_frame_bytes (closes with 4400).
-var errFrameTooLarge = errors.New("frame over max_frame_bytes")
-
-// maxKeptReadBuf: a read buffer grown past this by one large frame is dropped
-// after it, so a connection keeps only a small buffer between frames.
-const maxKeptReadBuf = 16 << 10
 
 // readLoop reads client frames until the read fails: the peer left or
 // answered our close, the idle timeout passed (4002), or the close
@@ -26,38 +18,87 @@ const maxKeptReadBuf = 16 << 10
 // so a client in the middle of a large write still gets to read our close
 // frame. Any frame, ping or pong restarts the idle timer.
 func (s *session) readLoop() {
-	s.setControlHandlers()
+	s.readFailed(s.readFrames())
+}
+
+// readFrames reads the socket (ws_read_socket.go) and acts on each frame
+// until the read ends, and returns why.
+func (s *session) readFrames() error {
 	s.extendReadDeadline()
-	var buf []byte
-	readerRoom := s.readerRoom()
-	for {
-		s.out.waitRoom(readerRoom)
-		typ, r, err := s.conn.NextReader()
-		if err != nil {
-			s.readFailed(err)
-			return
-		}
-		if s.closed() {
-			continue // NextReader discards the rest of this message
-		}
-		buf, err = readFrame(r, buf[:0], s.g.cfg.Limits.MaxFrameBytes)
-		switch {
-		case errors.Is(err, errFrameTooLarge):
-			s.violation("frame over max_frame_bytes")
-			continue
-		case err != nil:
-			s.readFailed(err)
-			return
-		case typ != websocket.TextMessage:
-			s.violation("frames must be JSON text")
-			continue
-		}
-		s.extendReadDeadline()
-		s.handle(buf)
-		if cap(buf) > maxKeptReadBuf {
-			buf = nil
+	s.frames.limit = s.g.cfg.Limits.MaxFrameBytes
+	if early := s.early; early != nil {
+		s.early = nil
+		if err := s.readBytes(early); err != nil {
+			return err
 		}
 	}
+	if s.raw != nil {
+		return s.readSocket()
+	}
+	return s.readConn()
+}
+
+// readBytes acts on every frame that bytes read from the socket complete.
+// An error ends the read: a frame that broke the protocol (answered with
+// 1002), or the client's close (answered with its code).
+func (s *session) readBytes(p []byte) error {
+	for len(p) > 0 {
+		s.frames.drop = s.closed()
+		n, ev, err := s.frames.parse(p)
+		p = p[n:]
+		if err != nil {
+			return s.protocolError(err)
+		}
+		if err := s.onFrame(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onFrame acts on what the parser completed.
+func (s *session) onFrame(ev frameEvent) error {
+	switch ev {
+	case evText:
+		if s.closed() {
+			return nil
+		}
+		s.out.waitRoom(s.readerRoom())
+		s.extendReadDeadline()
+		s.handle(s.frames.msg)
+	case evBinary:
+		if !s.closed() {
+			s.violation("frames must be JSON text")
+		}
+	case evTooLarge:
+		if !s.closed() {
+			s.violation("frame over max_frame_bytes")
+		}
+	case evPing:
+		s.extendReadDeadline()
+		// A pong that cannot be written shows as the socket's next error.
+		_ = s.writeControl(websocket.PongMessage, s.frames.ctrl, deadline(s.g.cfg.WriteTimeout))
+	case evPong:
+		s.extendReadDeadline()
+	case evClose:
+		code, text, err := closeOf(s.frames.ctrl)
+		if err != nil {
+			return s.protocolError(err)
+		}
+		// Echo the code, no text, as the library did; writeCloseFrame keeps
+		// the writer's data frames from following it.
+		_ = s.writeCloseFrame(websocket.FormatCloseMessage(code, ""), deadline(controlFrameWait))
+		return &websocket.CloseError{Code: code, Text: text}
+	}
+	return nil
+}
+
+// protocolError answers a frame that broke the protocol with a close 1002
+// giving the fault, and returns err, which ends the read.
+func (s *session) protocolError(err error) error {
+	msg := websocket.FormatCloseMessage(websocket.CloseProtocolError, strings.TrimPrefix(err.Error(), "websocket: "))
+	_ = s.writeCloseFrame(msg[:min(len(msg), maxControlPayload)], deadline(controlFrameWait))
+	return err
 }
 
 // readerRoom is how full the outbound queue may be when the reader takes
@@ -65,53 +106,6 @@ func (s *session) readLoop() {
 // which come from the commits and must never find the queue full.
 func (s *session) readerRoom() int {
 	return max(1, s.out.limit-s.g.cfg.Limits.Credits)
-}
-
-// setControlHandlers sets what the reader does with control frames: any
-// ping or pong restarts the idle timer, a ping is answered, and a client's
-// close is answered through writeCloseFrame (the library's own answer
-// would not keep the writer's data frames from following it).
-func (s *session) setControlHandlers() {
-	s.conn.SetPongHandler(func(string) error { s.extendReadDeadline(); return nil })
-	s.conn.SetPingHandler(func(data string) error {
-		s.extendReadDeadline()
-		err := s.writeControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.WriteTimeout))
-		var ne net.Error
-		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
-			return nil
-		}
-		return err
-	})
-	s.conn.SetCloseHandler(func(code int, _ string) error {
-		// As the library's default: echo the code, no text.
-		_ = s.writeCloseFrame(websocket.FormatCloseMessage(code, ""), deadline(controlFrameWait))
-		return nil
-	})
-}
-
-// readFrame reads one message into buf, never more than limit+1 bytes: memory
-// stays bounded whatever length the frame header claims, and the caller can
-// close with the contract's 4400 (the library's own limit would send 1009).
-func readFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
-	for {
-		if len(buf) > limit {
-			return buf, errFrameTooLarge
-		}
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(max(cap(buf), 512), limit+1-len(buf)))
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			if len(buf) > limit {
-				return buf, errFrameTooLarge
-			}
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // readFailed ends the session after a read error: a timeout is the idle

@@ -112,6 +112,12 @@ type session struct {
 
 	auth   tokenLife
 	typing typingLimiter // read loop only
+
+	// frames parses what the reader reads; early holds what the client sent
+	// behind its upgrade request, read first (ws_read_socket.go). Read loop
+	// only.
+	frames frameParser
+	early  []byte
 }
 
 func newSession(g *gateway, conn *websocket.Conn, id Identity) *session {
@@ -251,6 +257,7 @@ func (s *session) refuse(why string) {
 // it is in history), then read until the end. Detach and the writer's exit
 // are waited for before run returns, because the conn is pooled after.
 func (s *session) run() {
+	s.takeEarlyBytes()
 	d := s.g.cfg.Delivery
 	// Refused while the node's consumer does not exist (starting, being
 	// recreated) or JetStream is unreachable: a `hello` now would promise

@@ -208,13 +208,13 @@ func TestWriterSplitsWritesAtTheCoalesceLimit(t *testing.T) {
 // The library kept that for its own writes; the writer's socket writes
 // bypass it, so a client's close, answered by the reader, must stop them.
 func TestNoDataFrameAfterTheCloseFrame(t *testing.T) {
-	p := newWritePair(t)
-	p.s.setControlHandlers()
+	cfg := &Config{OutboundQueue: 100, WriteTimeout: 5 * time.Second}
+	cfg.Limits.IdleTimeout, cfg.Limits.MaxFrameBytes = 5*time.Second, 1024
+	p := newWritePairWith(t, cfg, true)
 	if err := p.client.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.s.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, _, err := p.s.conn.NextReader(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+	if err := p.s.readFrames(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("server read: got %v, want the client's close", err)
 	}
 	err := p.s.writeFrames(framesOf(payloads(10, 20)), time.Now().Add(5*time.Second))
