@@ -232,10 +232,22 @@ func (f *frameParser) readBody(p []byte) int {
 		f.keyPos += k
 	default:
 		start := len(f.msg)
+		f.growMsg(k)
 		f.msg = append(f.msg, p[:k]...)
 		f.unmask(f.msg[start:])
 	}
 	return k
+}
+
+// growMsg makes room for n more bytes of the message, doubling, but never
+// past the limit: the buffer is bounded by it, not by what append rounds
+// up to (startFrame checked that the message fits).
+func (f *frameParser) growMsg(n int) {
+	if len(f.msg)+n <= cap(f.msg) {
+		return
+	}
+	c := min(max(2*cap(f.msg), len(f.msg)+n, 512), f.limit)
+	f.msg = append(make([]byte, 0, c), f.msg...)
 }
 
 // endFrame reports what the frame just read completes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -197,6 +198,39 @@ func TestCloseFramePayloads(t *testing.T) {
 			t.Errorf("close payload %x: got %v, want %q", tc.payload, err, tc.fault)
 		case tc.fault == "" && (err != nil || code != tc.code || text != tc.text):
 			t.Errorf("close payload %x: got %d %q %v, want %d %q", tc.payload, code, text, err, tc.code, tc.text)
+		}
+	}
+}
+
+// Any bytes at all, valid frames or not, cut anywhere: the parser never
+// keeps a message past its limit, and reads the same events and the same
+// error however the reads cut the stream. The streams are random frames,
+// some of them broken, and random bytes, from a fixed seed.
+func TestFramesParsedAlikeHoweverCut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ops := []byte{0x81, 0x82, 0x01, 0x00, 0x80, 0x89, 0x8a, 0x88, 0x83, 0xc1}
+	for i := range 2000 {
+		var stream []byte
+		if i%10 == 9 {
+			stream = make([]byte, rng.IntN(300))
+			for j := range stream {
+				stream[j] = byte(rng.UintN(256))
+			}
+		} else {
+			for range rng.IntN(6) + 1 {
+				payload := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, rng.IntN(300))
+				stream = append(stream, clientFrame(ops[rng.IntN(len(ops))], payload)...)
+			}
+		}
+		whole := &frameParser{limit: 200}
+		want, wantErr := parseAll(whole, stream, len(stream)+1)
+		cut := &frameParser{limit: 200}
+		got, gotErr := parseAll(cut, stream, rng.IntN(20)+1)
+		if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("stream %x: cut, %v %v; whole, %v %v", stream, got, gotErr, want, wantErr)
+		}
+		if cap(whole.msg) > 200 || cap(cut.msg) > 200 {
+			t.Fatalf("stream %x: a message buffer of %d bytes, over the limit of 200", stream, max(cap(whole.msg), cap(cut.msg)))
 		}
 	}
 }
