@@ -3,6 +3,8 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,33 +28,9 @@ func TestOneSocketReadPerFrame(t *testing.T) {
 	if _, err := readSyscalls(); err != nil {
 		t.Skipf("no read counts for this process: %v", err)
 	}
-	e := mustEnv(t)
-	fd := dialBlocking(t, e.addr())
-	req := "GET /ws?token=" + apitest.Token(t, testSecret, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
-		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-	writeAll(t, fd, []byte(req))
-	// The 101 and hello, read a byte at a time so nothing after them is taken.
-	br := bufio.NewReaderSize(fdReader{t, fd}, 16)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("got status %d, want 101", resp.StatusCode)
-	}
-	if got := readServerFrame(t, br); !jsonTypeIs(got, "hello") {
-		t.Fatalf("got frame %s, want hello", got)
-	}
-	if br.Buffered() > 0 {
-		t.Fatalf("%d bytes past hello", br.Buffered())
-	}
+	fd, _ := upgradeBlocking(t, mustEnv(t))
 
-	payload := []byte(`{"type":"ping"}`)
-	frame := append([]byte{0x81, 0x80 | byte(len(payload)), 1, 2, 3, 4}, payload...)
-	for i := range payload {
-		frame[6+i] ^= []byte{1, 2, 3, 4}[i%4]
-	}
+	frame := maskedFrame(0x81, []byte(`{"type":"ping"}`))
 	pong := []byte("\x81\x0f" + `{"type":"pong"}`)
 	buf := make([]byte, 256)
 	const rounds = 200
@@ -80,6 +58,95 @@ func TestOneSocketReadPerFrame(t *testing.T) {
 	if perRound > 2.5 {
 		t.Errorf("%.2f reads a round, want about 2 (the client's and the server's): the server reads its socket more than once a frame", perRound)
 	}
+}
+
+// Frames cut into single bytes, each its own write, a text message in two
+// fragments with a ping between them: the session answers the ping, then
+// the message, as if each had come whole.
+func TestFramesReadByteByByte(t *testing.T) {
+	fd, br := upgradeBlocking(t, mustEnv(t))
+	var stream []byte
+	stream = append(stream, maskedFrame(0x01, []byte(`{"type":`))...)
+	stream = append(stream, maskedFrame(0x89, []byte("hb"))...)
+	stream = append(stream, maskedFrame(0x80, []byte(`"ping"}`))...)
+	for i := range stream {
+		writeAll(t, fd, stream[i:i+1])
+	}
+	if b0, p := readAnyServerFrame(t, br); b0 != 0x8a || string(p) != "hb" {
+		t.Fatalf("got frame %#x %q, want the pong of the ping (0x8a \"hb\")", b0, p)
+	}
+	if b0, p := readAnyServerFrame(t, br); b0 != 0x81 || !jsonTypeIs(p, "pong") {
+		t.Fatalf("got frame %#x %q, want the pong of the fragmented message", b0, p)
+	}
+}
+
+// A frame that breaks RFC 6455 (here unmasked) is answered with a close
+// 1002 that names the fault, and the socket is closed.
+func TestFrameBreakingTheProtocolClosesWith1002(t *testing.T) {
+	fd, br := upgradeBlocking(t, mustEnv(t))
+	writeAll(t, fd, []byte("\x81\x0f"+`{"type":"ping"}`))
+	b0, p := readAnyServerFrame(t, br)
+	if b0 != 0x88 || len(p) < 2 || binary.BigEndian.Uint16(p) != 1002 || string(p[2:]) != "bad MASK" {
+		t.Fatalf("got frame %#x %q, want a close 1002 \"bad MASK\"", b0, p)
+	}
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("read %d bytes, %v after the close: want the socket closed", n, err)
+	}
+}
+
+// upgradeBlocking upgrades a blocking socket of its own (dialBlocking) for
+// alice and reads up to `hello`, a byte at a time so that nothing after it
+// is taken; br reads the socket from there.
+func upgradeBlocking(t *testing.T, e *env) (int, *bufio.Reader) {
+	t.Helper()
+	fd := dialBlocking(t, e.addr())
+	req := "GET /ws?token=" + apitest.Token(t, testSecret, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
+		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+	writeAll(t, fd, []byte(req))
+	br := bufio.NewReaderSize(fdReader{fd}, 16)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("got status %d, want 101", resp.StatusCode)
+	}
+	if got := readServerFrame(t, br); !jsonTypeIs(got, "hello") {
+		t.Fatalf("got frame %s, want hello", got)
+	}
+	if br.Buffered() > 0 {
+		t.Fatalf("%d bytes past hello", br.Buffered())
+	}
+	return fd, br
+}
+
+// maskedFrame is a client frame with header byte b0 and a short payload.
+func maskedFrame(b0 byte, payload []byte) []byte {
+	key := []byte{1, 2, 3, 4}
+	f := append([]byte{b0, 0x80 | byte(len(payload))}, key...)
+	for i, c := range payload {
+		f = append(f, c^key[i%4])
+	}
+	return f
+}
+
+// readAnyServerFrame reads one short unmasked server frame: its first
+// header byte and its payload.
+func readAnyServerFrame(t *testing.T, r *bufio.Reader) (byte, []byte) {
+	t.Helper()
+	var h [2]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	if h[1] > 125 {
+		t.Fatalf("frame header %x: want a short unmasked frame", h)
+	}
+	p := make([]byte, h[1])
+	if _, err := io.ReadFull(r, p); err != nil {
+		t.Fatal(err)
+	}
+	return h[0], p
 }
 
 // readSyscalls is the process's count of read system calls so far.
@@ -132,10 +199,7 @@ func writeAll(t *testing.T, fd int, b []byte) {
 }
 
 // fdReader reads a blocking socket a byte at a time.
-type fdReader struct {
-	t  *testing.T
-	fd int
-}
+type fdReader struct{ fd int }
 
 func (r fdReader) Read(p []byte) (int, error) {
 	n, err := syscall.Read(r.fd, p[:1])
