@@ -17,12 +17,11 @@ const readBufferSize = 4 << 10
 // after each frame and find the socket empty before they wait, a second
 // system call for every frame a client sends.
 //
-// The read function stays in RawConn.Read for as long as the socket is
-// readable in one go: it returns false to wait for the poller after a read
-// that emptied the socket, and true after a read that filled the buffer,
-// so the next RawConn.Read reads the rest at once (the poller would not
-// report bytes that are already there) and checks the read deadline, which
-// reads of the socket itself do not.
+// One RawConn.Read lasts while the reads empty the socket: after such a
+// read the function returns false, to wait for the poller. After a read
+// that filled the buffer it returns true: the poller would not report the
+// bytes already there, so the next RawConn.Read reads them at once, and on
+// its way checks the read deadline, which reads of the socket do not.
 func (s *session) readSocket() error {
 	for {
 		var readErr error
