@@ -70,7 +70,10 @@ func (s *session) stopExpiry() {
 // identity. Anything else closes with 4401; the client must reconnect with a
 // good token. The new exp replaces the old one even when it is earlier (the
 // issuer may shorten a session).
-func (s *session) onAuth(f wire.ClientFrame) {
+func (s *session) onAuth(f *wire.ClientFrame) {
+	if !s.charge(tokenUnits, "") {
+		return
+	}
 	id, err := s.g.srv.verifier.verify(f.Token)
 	switch {
 	case err != nil:

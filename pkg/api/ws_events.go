@@ -8,7 +8,7 @@ import (
 // same rate limit and credits, submitted to ingest (which checks the body
 // and emoji), answered accepted or rejected through onResult after commit
 // (G1); the store checks the target and the author.
-func (s *session) onEvent(f wire.ClientFrame) {
+func (s *session) onEvent(f *wire.ClientFrame) {
 	if !s.admit(f.CID) {
 		return
 	}

@@ -40,32 +40,35 @@ func (s *session) readFrames() error {
 
 // readBytes acts on every frame that bytes read from the socket complete.
 // An error ends the read: a frame that broke the protocol (answered with
-// 1002), or the client's close (answered with its code).
+// 1002), or the client's close (answered with its code). A text message,
+// nearly every frame, is handled right here: the frames between the
+// goroutine's start and handle are part of every busy session's stack.
 func (s *session) readBytes(p []byte) error {
 	for len(p) > 0 {
 		s.frames.drop = s.closed()
 		n, ev, err := s.frames.parse(p)
 		p = p[n:]
-		if err != nil {
+		switch {
+		case err != nil:
 			return s.protocolError(err)
-		}
-		if err := s.onFrame(ev); err != nil {
-			return err
+		case ev == evText:
+			if !s.closed() {
+				s.out.waitRoom(s.readerRoom())
+				s.extendReadDeadline()
+				s.handle(s.frames.msg)
+			}
+		case ev != evNone:
+			if err := s.onFrame(ev); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// onFrame acts on what the parser completed.
+// onFrame acts on what the parser completed, but for text messages.
 func (s *session) onFrame(ev frameEvent) error {
 	switch ev {
-	case evText:
-		if s.closed() {
-			return nil
-		}
-		s.out.waitRoom(s.readerRoom())
-		s.extendReadDeadline()
-		s.handle(s.frames.msg)
 	case evBinary:
 		if !s.closed() {
 			s.violation("frames must be JSON text")
@@ -127,40 +130,50 @@ func (s *session) violation(reason string) {
 
 // handle acts on one client frame. Every frame is charged to the
 // connection's budget (ws_limits.go); typing is charged in onTyping, after
-// the check that drops repeats for free.
+// the check that drops repeats for free. The paths that are not a send or
+// an ack are functions of their own, so that handle's stack frame, on every
+// busy session's stack, stays small.
 func (s *session) handle(data []byte) {
 	f, err := wire.DecodeClientFrame(data, s.g.cfg.Limits.MaxFrameBytes)
-	switch {
-	case errors.Is(err, wire.ErrProtocol):
-		s.violation("frame is not JSON")
-		return
-	case err != nil:
-		s.g.metrics.framesIn.inc("invalid")
-		if s.charge(tokenUnits, f.CID) {
-			s.reject(f.CID, wire.CodeInvalid, err.Error())
-		}
+	if err != nil {
+		s.onUndecodable(f.CID, err)
 		return
 	}
 	s.g.metrics.framesIn.inc(string(f.Type))
 	switch f.Type {
 	case wire.FrameSend:
-		s.onSend(f)
+		s.onSend(&f)
 	case wire.FrameAck:
-		s.onAck(f)
+		s.onAck(&f)
 	case wire.FrameRead:
-		s.onRead(f)
+		s.onRead(&f)
 	case wire.FramePing:
-		if s.charge(1, "") {
-			s.send(wire.AppendPong(nil), "pong")
-		}
+		s.onPing()
 	case wire.FrameAuth:
-		if s.charge(tokenUnits, "") {
-			s.onAuth(f)
-		}
+		s.onAuth(&f)
 	case wire.FrameEdit, wire.FrameDelete, wire.FrameReact:
-		s.onEvent(f)
+		s.onEvent(&f)
 	case wire.FrameTyping:
-		s.onTyping(f)
+		s.onTyping(&f)
+	}
+}
+
+// onUndecodable answers a frame DecodeClientFrame refused: one that is not
+// JSON closes the connection, any other is rejected `invalid`.
+func (s *session) onUndecodable(cid string, err error) {
+	if errors.Is(err, wire.ErrProtocol) {
+		s.violation("frame is not JSON")
+		return
+	}
+	s.g.metrics.framesIn.inc("invalid")
+	if s.charge(tokenUnits, cid) {
+		s.reject(cid, wire.CodeInvalid, err.Error())
+	}
+}
+
+func (s *session) onPing() {
+	if s.charge(1, "") {
+		s.send(wire.AppendPong(nil), "pong")
 	}
 }
 
@@ -212,7 +225,7 @@ func (s *session) admit(cid string) bool {
 
 // onAck hands an ack's ids to push. One frame carries at most
 // wire.MaxAckIDs: push applies them under the lock every delivery takes.
-func (s *session) onAck(f wire.ClientFrame) {
+func (s *session) onAck(f *wire.ClientFrame) {
 	if !s.charge(ackCost(len(f.IDs)), "") {
 		return
 	}
@@ -225,7 +238,7 @@ func (s *session) onAck(f wire.ClientFrame) {
 
 // onSend checks the connection's limits, then submits to ingest, which
 // checks the body; the answer comes back through onResult after commit (G1).
-func (s *session) onSend(f wire.ClientFrame) {
+func (s *session) onSend(f *wire.ClientFrame) {
 	if !s.admit(f.CID) {
 		return
 	}
@@ -238,7 +251,7 @@ func (s *session) onSend(f wire.ClientFrame) {
 // ingest, for which the caller holds a credit. Ingest checks it (the one
 // check of every path, WebSocket and REST); a refusal is answered
 // `rejected` and returns the credit. It reports whether ingest took it.
-func (s *session) submit(f wire.ClientFrame) bool {
+func (s *session) submit(f *wire.ClientFrame) bool {
 	cid := f.CID
 	err := s.g.cfg.Ingest.Submit(f.SendRequest(s.id.User, s.id.Device), func(r chatd.SendResult) { s.onResult(cid, r) })
 	if err != nil {
@@ -271,7 +284,7 @@ func clientMessage(err error) string {
 	return err.Error()
 }
 
-func (s *session) onRead(f wire.ClientFrame) {
+func (s *session) onRead(f *wire.ClientFrame) {
 	if !s.charge(tokenUnits, "") {
 		return
 	}

@@ -47,28 +47,30 @@ func (s *session) readSocket() error {
 
 // readOnce reads the socket once into a buffer lent for the read and acts
 // on the frames it completes. It returns syscall.EAGAIN when the socket is
-// empty, io.EOF when the client closed it, and the frames' error.
+// empty, io.EOF when the client closed it, and the frames' error. It holds
+// no defer and few locals: each frame is handled from below it, and a
+// deeper stack there grows every busy session's goroutine stack.
 func (s *session) readOnce(fd int) (int, error) {
 	bp, _ := s.g.readBuffers.Get().(*[]byte)
 	if bp == nil {
 		b := make([]byte, readBufferSize)
 		bp = &b
 	}
-	defer s.g.readBuffers.Put(bp)
-	for {
-		n, err := syscall.Read(fd, *bp)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return 0, err
-		case err != nil:
-			return 0, os.NewSyscallError("read", err)
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, s.readBytes((*bp)[:n])
+	n, err := syscall.Read(fd, *bp)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, *bp)
 	}
+	switch {
+	case err == syscall.EAGAIN:
+	case err != nil:
+		err = os.NewSyscallError("read", err)
+	case n == 0:
+		err = io.EOF
+	default:
+		err = s.readBytes((*bp)[:n])
+	}
+	s.g.readBuffers.Put(bp)
+	return n, err
 }
 
 // readConn reads through the connection (a socket without a file

@@ -257,6 +257,18 @@ func (s *session) refuse(why string) {
 // it is in history), then read until the end. Detach and the writer's exit
 // are waited for before run returns, because the conn is pooled after.
 func (s *session) run() {
+	if !s.open() {
+		return
+	}
+	defer s.end()
+	s.readLoop()
+}
+
+// open registers the session for live delivery, writes `hello` and starts
+// the pinger and the token's expiry; false when the session ends there,
+// undone. A function of its own so that its locals are not part of run's
+// stack frame (see writeHello).
+func (s *session) open() (ok bool) {
 	s.takeEarlyBytes()
 	d := s.g.cfg.Delivery
 	// Refused while the node's consumer does not exist (starting, being
@@ -269,9 +281,13 @@ func (s *session) run() {
 		s.closeWith(wire.CloseGoingAway, "live delivery not ready")
 		s.logger().Info("session refused", "err", err)
 		s.refuse("live delivery not ready; reconnect")
-		return
+		return false
 	}
-	defer d.Detach(s)
+	defer func() {
+		if !ok {
+			d.Detach(s)
+		}
+	}()
 	if s.g.closing() {
 		// Shutdown listed the registered sessions before this one was:
 		// close it like them (after its hello, below).
@@ -282,21 +298,25 @@ func (s *session) run() {
 	// delivered while Attach returned.
 	if err := s.writeHello(); err != nil {
 		s.closeWith(closeNone, "")
-		return
+		return false
 	}
 	if s.out.release() {
 		s.startWriter()
 	}
 	s.startPinger()
 	s.startExpiry()
-	defer func() {
-		s.closeWith(closeNone, "")
-		s.stopPinger()
-		s.stopExpiry()
-		s.out.writers.Wait()
-		s.reads.wait()
-	}()
-	s.readLoop()
+	return true
+}
+
+// end undoes open once the reader is done (or panicked): the writer's exit
+// and the read marks' save are waited for, then the session is detached.
+func (s *session) end() {
+	s.closeWith(closeNone, "")
+	s.stopPinger()
+	s.stopExpiry()
+	s.out.writers.Wait()
+	s.reads.wait()
+	s.g.cfg.Delivery.Detach(s)
 }
 
 // writeHello writes the `hello` frame. It is a function of its own so that

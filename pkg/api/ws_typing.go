@@ -73,7 +73,7 @@ func (l *typingLimiter) sent(chat string) {
 // the store queries a connection can cause with chats the member cache does
 // not hold. Over the budget the frame is dropped without an answer (the
 // contract gives typing none) and counts toward the abuse rule.
-func (s *session) onTyping(f wire.ClientFrame) {
+func (s *session) onTyping(f *wire.ClientFrame) {
 	switch s.typing.allow(f.Chat, s.g.cfg.Now()) {
 	case typingRecent:
 		// A repeat is dropped, but still read and parsed: it costs a unit,
