@@ -41,10 +41,10 @@ const (
 )
 
 // errProtocol is a client frame that breaks RFC 6455; its text is the
-// reason the close frame (1002) gives.
+// reason the close frame (1002) gives, the library reader's wording.
 type errProtocol string
 
-func (e errProtocol) Error() string { return "websocket: " + string(e) }
+func (e errProtocol) Error() string { return string(e) }
 
 // frameParser reads a client's WebSocket frames from bytes as they come
 // off the socket, whatever one read returned: part of a header, several

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/chatd/chatd"
 	"github.com/chatd/chatd/pkg/wire"
@@ -99,7 +98,7 @@ func (s *session) onFrame(ev frameEvent) error {
 // protocolError answers a frame that broke the protocol with a close 1002
 // giving the fault, and returns err, which ends the read.
 func (s *session) protocolError(err error) error {
-	msg := websocket.FormatCloseMessage(websocket.CloseProtocolError, strings.TrimPrefix(err.Error(), "websocket: "))
+	msg := websocket.FormatCloseMessage(websocket.CloseProtocolError, err.Error())
 	_ = s.writeCloseFrame(msg[:min(len(msg), maxControlPayload)], deadline(controlFrameWait))
 	return err
 }

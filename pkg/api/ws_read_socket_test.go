@@ -100,10 +100,7 @@ func TestFrameBreakingTheProtocolClosesWith1002(t *testing.T) {
 func upgradeBlocking(t *testing.T, e *env) (int, *bufio.Reader) {
 	t.Helper()
 	fd := dialBlocking(t, e.addr())
-	req := "GET /ws?token=" + apitest.Token(t, testSecret, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
-		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-	writeAll(t, fd, []byte(req))
+	writeAll(t, fd, []byte(upgradeRequest(t, e, "alice")))
 	br := bufio.NewReaderSize(fdReader{fd}, 16)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -119,6 +116,14 @@ func upgradeBlocking(t *testing.T, e *env) (int, *bufio.Reader) {
 		t.Fatalf("%d bytes past hello", br.Buffered())
 	}
 	return fd, br
+}
+
+// upgradeRequest is a WebSocket upgrade request for user, written by hand
+// for tests that control every byte on the socket.
+func upgradeRequest(t *testing.T, e *env, user string) string {
+	return "GET /ws?token=" + apitest.Token(t, testSecret, user, "") + " HTTP/1.1\r\nHost: " + e.addr() +
+		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
 }
 
 // maskedFrame is a client frame with header byte b0 and a short payload.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/chatd/chatd/pkg/api"
-	"github.com/chatd/chatd/pkg/api/apitest"
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -57,14 +56,8 @@ func TestWSFrameBufferedWithUpgradeIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req := "GET /ws?token=" + apitest.Token(t, testSecret, "alice", "") + " HTTP/1.1\r\nHost: " + e.addr() +
-		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-	payload := []byte(`{"type":"ping"}`)
-	frame := append([]byte{0x81, 0x80 | byte(len(payload)), 1, 2, 3, 4}, payload...)
-	for i := range payload {
-		frame[6+i] ^= []byte{1, 2, 3, 4}[i%4]
-	}
+	req := upgradeRequest(t, e, "alice")
+	frame := maskedFrame(0x81, []byte(`{"type":"ping"}`))
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Write(append([]byte(req), frame...)); err != nil {
 		t.Fatal(err)
